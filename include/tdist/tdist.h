@@ -1,0 +1,136 @@
+/*
+ * tdist host C API: bootstrap, symmetric heap, teams, host-side synchronisation.
+ *
+ * Error model (one model from C++ to Python, see docs/CONTRACT.md):
+ *   - every function returning int returns TDIST_SUCCESS (0) or a negative tdist_status_t;
+ *   - functions returning a pointer return NULL on error;
+ *   - in both cases tdist_last_error() / tdist_last_error_message() (thread-local) say what and why;
+ *   - the C++ API (tdist/runtime.hpp) throws tdist::Error carrying the same code and message;
+ *   - Python raises tdist.TdistError subclasses named after the codes.
+ * Status values are aclshmem's error codes.
+ */
+#ifndef TDIST_TDIST_H
+#define TDIST_TDIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdist/abi.h"
+#include "tdist/device_state.h"
+#include "tdist/macros.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tdist_status_t {
+  TDIST_SUCCESS = 0,
+  TDIST_ERR_INVALID_PARAM = -1,
+  TDIST_ERR_INVALID_VALUE = -2,
+  TDIST_ERR_SMEM = -3,        /* shared / device memory could not be created or mapped */
+  TDIST_ERR_INNER = -4,       /* internal invariant broken (a bug in tdist) */
+  TDIST_ERR_NOT_INITED = -5,  /* call before init or after finalize */
+  TDIST_ERR_BOOTSTRAP = -6,   /* store unreachable, peer lost, protocol violation */
+  TDIST_ERR_TIMEOUT = -7,     /* a bounded wait expired */
+  TDIST_ERR_MALLOC_FAILED = -8, /* heap exhausted */
+  TDIST_ERR_COLLECTIVE_MISMATCH = -9, /* PEs called a collective with different arguments */
+  TDIST_ERR_NOT_SUPPORTED = -100
+} tdist_status_t;
+
+TDIST_EXPORT const char *tdist_status_name(int status);
+/** Status of the last failing tdist call on this thread (TDIST_SUCCESS if none). */
+TDIST_EXPORT int tdist_last_error(void);
+/** Human-readable message of the last failing call on this thread ("" if none). */
+TDIST_EXPORT const char *tdist_last_error_message(void);
+TDIST_EXPORT void tdist_clear_error(void);
+
+/* ---- initialisation ---- */
+
+#define TDIST_IP_PORT_MAX 128
+#define TDIST_PATH_MAX 256
+
+typedef enum tdist_backend_t {
+  TDIST_BACKEND_AUTO = 0, /* CUDA when built with it and a GPU is visible, else CPU */
+  TDIST_BACKEND_CPU = 1,
+  TDIST_BACKEND_CUDA = 2
+} tdist_backend_t;
+
+typedef struct tdist_option_attr {
+  uint32_t data_op_engine_type;  /* tdist_engine_t bitmask; default MTE */
+  int32_t backend;               /* tdist_backend_t; default AUTO */
+  int32_t device_id;             /* CUDA device; -1 = LOCAL_RANK modulo the visible devices */
+  uint32_t shm_init_timeout_s;   /* bootstrap connect / rendezvous; default 120 */
+  uint32_t control_timeout_s;    /* each control-plane operation; default 120 */
+  uint64_t wait_timeout_ms;      /* device-side waits; 0 = forever; default 0 (tests set it) */
+} tdist_option_attr_t;
+
+typedef struct tdist_init_attr {
+  int32_t my_rank;
+  int32_t n_ranks;
+  uint64_t local_mem_size;               /* symmetric heap bytes per PE (user part) */
+  char ip_port[TDIST_IP_PORT_MAX];       /* "tcp://host:port" or "tcp6://[host]:port" */
+  tdist_option_attr_t option_attr;
+} tdist_init_attr_t;
+
+/** Fill `attr` with defaults (rank -1, heap 256 MiB, MTE, timeouts as documented above). */
+TDIST_EXPORT int tdist_init_attr_default(tdist_init_attr_t *attr);
+/** Collective over n_ranks processes. Rank 0 listens on ip_port, the others connect to it. */
+TDIST_EXPORT int tdist_init(const tdist_init_attr_t *attr);
+
+/** Unique id: rank 0 creates it (it names rank 0's store address), hands it to the other ranks by
+ *  any means (MPI_Bcast, a file, torch.distributed), and every rank calls init_with_uniqueid. */
+typedef struct tdist_uniqueid {
+  char bytes[128];
+} tdist_uniqueid_t;
+TDIST_EXPORT int tdist_get_uniqueid(tdist_uniqueid_t *uid);
+TDIST_EXPORT int tdist_init_with_uniqueid(const tdist_uniqueid_t *uid, int rank, int n_ranks,
+                                          const tdist_init_attr_t *attr);
+/** Initialise from the environment torchrun / tdist-run set: RANK, WORLD_SIZE, LOCAL_RANK,
+ *  LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT. tdist's store listens on MASTER_PORT + 1 (torch's
+ *  own TCPStore holds MASTER_PORT) unless TDIST_STORE_PORT is set. `attr` may be NULL (defaults);
+ *  its rank/size/ip_port fields are ignored. */
+TDIST_EXPORT int tdist_init_from_env(const tdist_init_attr_t *attr);
+TDIST_EXPORT int tdist_finalize(void);
+TDIST_EXPORT int tdist_initialized(void);
+
+/* ---- symmetric heap (collective: every PE, same arguments, same order) ---- */
+TDIST_EXPORT void *tdist_malloc(size_t size);
+TDIST_EXPORT void *tdist_calloc(size_t count, size_t size);
+TDIST_EXPORT void *tdist_align(size_t alignment, size_t size);
+TDIST_EXPORT int tdist_free(void *ptr);
+/** Heap offset of `ptr` (which must lie in this PE's heap), or -1 with TDIST_ERR_INVALID_PARAM. */
+TDIST_EXPORT int64_t tdist_heap_offset(const void *ptr);
+/** Bytes still allocatable as one block. */
+TDIST_EXPORT size_t tdist_heap_free_bytes(void);
+
+/** The device state of this PE (host copy). */
+TDIST_EXPORT const tdist_device_state_t *tdist_host_device_state(void);
+
+/* ---- host-side synchronisation and RMA ---- */
+TDIST_EXPORT int tdist_host_barrier_all(void);
+
+/* ---- teams ---- */
+typedef int32_t tdist_team_t;
+#define TDIST_TEAM_INVALID (-1)
+#define TDIST_TEAM_WORLD 0
+TDIST_EXPORT int tdist_team_my_pe(tdist_team_t team);
+TDIST_EXPORT int tdist_team_n_pes(tdist_team_t team);
+/** World PE of `team`'s member `team_pe` (-1 if out of range). */
+TDIST_EXPORT int tdist_team_translate_pe(tdist_team_t src, int src_pe, tdist_team_t dst);
+/** Collective over `parent`: members are parent PEs start, start+stride, ... (size of them).
+ *  PEs outside the new team get *new_team = TDIST_TEAM_INVALID. */
+TDIST_EXPORT int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int size,
+                                          tdist_team_t *new_team);
+TDIST_EXPORT int tdist_team_destroy(tdist_team_t team);
+
+/* ---- control plane over the bootstrap store (host, collective over the world) ---- */
+TDIST_EXPORT int tdist_ctrl_barrier(void);
+/** Every PE contributes `nbytes` from `in`; `out` receives n_pes * nbytes, PE order. */
+TDIST_EXPORT int tdist_ctrl_allgather(const void *in, void *out, size_t nbytes);
+TDIST_EXPORT int tdist_ctrl_broadcast(void *buf, size_t nbytes, int root);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TDIST_TDIST_H */

@@ -1,0 +1,58 @@
+// Control plane over the bootstrap store: what every backend uses for rendezvous.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tdist {
+
+class StoreClient;
+class StoreServer;
+
+struct BootstrapConfig {
+  int rank = -1;
+  int n_ranks = 0;
+  std::string address;  // "tcp://host:port" / "tcp6://[host]:port"
+  double connect_timeout_s = 120;
+  double op_timeout_s = 120;
+};
+
+class ControlPlane {
+ public:
+  // Collective: rank 0 starts the store server, everyone connects and checks in.
+  explicit ControlPlane(const BootstrapConfig &cfg);
+  ~ControlPlane();
+  ControlPlane(const ControlPlane &) = delete;
+  ControlPlane &operator=(const ControlPlane &) = delete;
+
+  int rank() const { return cfg_.rank; }
+  int size() const { return cfg_.n_ranks; }
+  // A string unique to this job (same on every rank), e.g. for socket names.
+  const std::string &job_id() const { return job_id_; }
+  // Number of ranks on this host and this rank's index among them (by hostname exchange).
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  // World ranks on this host, in order.
+  const std::vector<int> &local_ranks() const { return local_ranks_; }
+
+  void barrier();
+  // Every rank contributes `in` (same size everywhere, checked); returns all, rank order.
+  std::vector<std::string> allgather(const std::string &in);
+  // Root's `data` is returned on every rank.
+  std::string broadcast(const std::string &data, int root);
+  // Tell the store this rank finished cleanly (so closing the connection is not a loss).
+  void finalize();
+
+ private:
+  BootstrapConfig cfg_;
+  std::unique_ptr<StoreServer> server_;
+  std::unique_ptr<StoreClient> client_;
+  uint64_t seq_ = 0;
+  std::string job_id_;
+  int local_rank_ = 0, local_size_ = 1;
+  std::vector<int> local_ranks_;
+};
+
+}  // namespace tdist

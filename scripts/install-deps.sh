@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything tdist needs on a fresh Debian 12 machine: Debian packages, then PyPI ones.
+# Idempotent; safe to run again.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+DEBS=(build-essential cmake ninja-build git pkg-config
+      libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
+      libopenmpi-dev openmpi-bin
+      clang-19 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools)
+missing=()
+for p in "${DEBS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[install-deps] apt: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+PY=${PYTHON:-python3}
+$PY -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../requirements.txt"
+echo "[install-deps] done"
