@@ -62,17 +62,21 @@ typedef enum tdist_engine_t {
 /** Signal slots are 64 bytes apart (one cache line): int32 -> 16 elements, int64 -> 8. */
 #define TDIST_SIGNAL_SLOT_BYTES 64
 
+/* One-token spellings so the X-macros can use T() and T{}. */
+typedef signed char tdist_schar_t;
+typedef long long tdist_longlong_t;
+
 /* ---- typed families: one source of truth, expanded wherever a per-type symbol is needed ----
  * X(name, ctype) ; `name` is the symbol fragment (aclshmem spelling). */
 #define TDIST_FOR_EACH_RMA_TYPE(X) \
   X(float, float)                  \
   X(double, double)                \
   X(char, char)                    \
-  X(schar, signed char)            \
+  X(schar, tdist_schar_t)          \
   X(short, short)                  \
   X(int, int)                      \
   X(long, long)                    \
-  X(longlong, long long)           \
+  X(longlong, tdist_longlong_t)    \
   X(int8, int8_t)                  \
   X(int16, int16_t)                \
   X(int32, int32_t)                \

@@ -1,0 +1,455 @@
+// The device ABI (include/tdist/abi.h) for CPU PEs, and the CPU launch (include/tdist/CPU/launch.h).
+//
+// Ordering: signals are std::atomic_ref release stores / fetch_adds on the peer's mapping of the
+// slot; waits are acquire loads. Data moved with memcpy before a release is visible to a PE that
+// acquires the signal (C++ happens-before through the shared mapping).
+#include <sched.h>
+#include <time.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/context.hpp"
+#include "core/error.hpp"
+#include "tdist/CPU/launch.h"
+#include "tdist/abi.h"
+
+using tdist::now_ns;
+
+namespace {
+
+tdist_device_state_t *state() { return tdisti_cpu_device_state; }
+
+// Launch context of the calling program (thread).
+struct LaunchCtx;
+thread_local LaunchCtx *t_launch = nullptr;
+thread_local int32_t t_program_id = 0;
+
+struct LaunchCtx {
+  int32_t grid = 1;
+  // grid barrier (tdist_barrier_all inside a launch)
+  std::atomic<uint32_t> arrived{0};
+  std::atomic<uint64_t> generation{0};
+};
+
+std::mutex g_fault_mu;
+
+// Records the first fault of the launch (sticky) and, in debug mode, aborts with the diagnostic.
+void record_fault(int code, int pe, uint64_t offset, uint64_t expected, uint64_t seen, int cmp) {
+  tdist_device_state_t *s = state();
+  if (!s) return;
+  std::lock_guard<std::mutex> g(g_fault_mu);
+  if (s->fault_code == 0) {
+    s->fault_code = code;
+    s->fault_pe = pe;
+    s->fault_offset = offset;
+    s->fault_expected = expected;
+    s->fault_seen = seen;
+    s->fault_cmp = cmp;
+  }
+  if (s->debug) {
+    std::fprintf(stderr,
+                 "tdist[pe %d]: device fault %s: PE %d heap offset %llu expected %llu (cmp %d) "
+                 "seen %llu\n",
+                 s->my_pe, tdist_status_name(code), pe, (unsigned long long)offset,
+                 (unsigned long long)expected, cmp, (unsigned long long)seen);
+    std::abort();
+  }
+}
+
+bool faulted() {
+  tdist_device_state_t *s = state();
+  return !s || s->fault_code != 0;
+}
+
+template <class T>
+bool compare(T v, int cmp, T ref) {
+  switch (cmp) {
+    case TDIST_CMP_EQ: return v == ref;
+    case TDIST_CMP_NE: return v != ref;
+    case TDIST_CMP_GT: return v > ref;
+    case TDIST_CMP_GE: return v >= ref;
+    case TDIST_CMP_LT: return v < ref;
+    case TDIST_CMP_LE: return v <= ref;
+  }
+  return false;
+}
+
+// Which PE's heap holds `addr`, and at what offset (for diagnostics). pe = -1 if none.
+void locate(const void *addr, int *pe, uint64_t *off) {
+  *pe = -1;
+  *off = 0;
+  tdist_device_state_t *s = state();
+  if (!s) return;
+  uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  for (int p = 0; p < s->n_pes; ++p) {
+    uintptr_t b = reinterpret_cast<uintptr_t>(s->p2p_heap_base[p]);
+    if (b && a >= b && a < b + s->heap_size) {
+      *pe = p;
+      *off = a - b;
+      return;
+    }
+  }
+}
+
+// Generic bounded wait: spin, then yield, then sleep with exponential back-off up to 1 ms.
+// Returns true when `ready()` held, false on timeout or an earlier fault (sticky).
+template <class Ready>
+bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp,
+                  uint64_t (*seen)(const void *)) {
+  if (ready()) return true;
+  tdist_device_state_t *s = state();
+  if (faulted()) return false;
+  uint64_t spins = s->spin_before_backoff;
+  uint64_t deadline = s->wait_timeout_ns ? now_ns() + s->wait_timeout_ns : 0;
+  uint64_t sleep_ns = 1000;
+  for (uint64_t i = 0;; ++i) {
+    if (ready()) return true;
+    if (i < spins) continue;
+    if (s->fault_code) return false;  // another program of this PE already faulted
+    if (i < spins + 64) {
+      sched_yield();
+    } else {
+      timespec ts{0, long(sleep_ns)};
+      nanosleep(&ts, nullptr);
+      sleep_ns = std::min<uint64_t>(sleep_ns * 2, 1000000);
+    }
+    if (deadline && (i & 15) == 0 && now_ns() > deadline) {
+      if (ready()) return true;
+      int pe;
+      uint64_t off;
+      locate(addr, &pe, &off);
+      record_fault(TDIST_ERR_TIMEOUT, pe, off, expected, seen(addr), cmp);
+      return false;
+    }
+  }
+}
+
+template <class T>
+uint64_t seen_as_u64(const void *p) {
+  return uint64_t(std::atomic_ref<T>(*const_cast<T *>(static_cast<const T *>(p))).load(std::memory_order_relaxed));
+}
+
+template <class T>
+bool wait_value(T *addr, int cmp, T value) {
+  std::atomic_ref<T> a(*addr);
+  return bounded_wait([&] { return compare<T>(a.load(std::memory_order_acquire), cmp, value); },
+                      addr, uint64_t(value), cmp, &seen_as_u64<T>);
+}
+
+// ---------------------------------------------------------------- SDMA: the copy thread
+
+class CopyEngine {
+ public:
+  void submit(std::function<void()> job) {
+    std::unique_lock<std::mutex> g(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    q_.push_back(std::move(job));
+    ++pending_;
+    cv_.notify_all();
+  }
+  void drain() {
+    std::unique_lock<std::mutex> g(mu_);
+    done_cv_.wait(g, [&] { return pending_ == 0; });
+  }
+  ~CopyEngine() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> g(mu_);
+    while (true) {
+      cv_.wait(g, [&] { return stop_ || !q_.empty(); });
+      if (q_.empty() && stop_) return;
+      auto job = std::move(q_.front());
+      q_.pop_front();
+      g.unlock();
+      job();
+      g.lock();
+      if (--pending_ == 0) done_cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::deque<std::function<void()>> q_;
+  size_t pending_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+CopyEngine &copy_engine() {
+  static CopyEngine e;
+  return e;
+}
+
+bool use_sdma() {
+  tdist_device_state_t *s = state();
+  return s && (s->engine_mask & TDIST_ENGINE_SDMA) &&
+         !(s->engine_mask & (TDIST_ENGINE_MTE | TDIST_ENGINE_UDMA));
+}
+
+// Translates with checks; records INVALID_PARAM and returns nullptr on bad input.
+void *translate(const void *addr, int pe) {
+  tdist_device_state_t *s = state();
+  if (!s) {
+    tdist::set_last_error(TDIST_ERR_NOT_INITED, "device ABI used before tdist_init");
+    return nullptr;
+  }
+  uintptr_t a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(s->heap_base);
+  if (pe < 0 || pe >= s->n_pes) {
+    record_fault(TDIST_ERR_INVALID_PARAM, pe, a >= b ? a - b : 0, 0, 0, -1);
+    tdist::set_last_error(TDIST_ERR_INVALID_PARAM,
+                          tdist::strfmt("tdist_ptr: PE %d out of range [0, %d)", pe, s->n_pes));
+    return nullptr;
+  }
+  if (a < b || a >= b + s->heap_size) {
+    record_fault(TDIST_ERR_INVALID_PARAM, pe, 0, 0, a, -1);
+    tdist::set_last_error(TDIST_ERR_INVALID_PARAM,
+                          tdist::strfmt("tdist_ptr: %p is not a symmetric address (heap is [%p, %p))",
+                                        addr, s->heap_base, static_cast<void *>(
+                                            static_cast<char *>(s->heap_base) + s->heap_size)));
+    return nullptr;
+  }
+  void *base = s->p2p_heap_base[pe];
+  return base ? static_cast<char *>(base) + (a - b) : nullptr;
+}
+
+void copy_checked(void *dst, const void *src, size_t n, bool nbi) {
+  if (!dst || !src || n == 0) return;
+  if (use_sdma()) {
+    if (nbi) {
+      copy_engine().submit([=] { std::memcpy(dst, src, n); });
+    } else {
+      copy_engine().submit([=] { std::memcpy(dst, src, n); });
+      copy_engine().drain();
+    }
+    return;
+  }
+  std::memcpy(dst, src, n);  // MTE and UDMA: the calling core moves the data
+}
+
+void signal_update(uint64_t *remote, uint64_t v, int op) {
+  std::atomic_ref<uint64_t> a(*remote);
+  if (op == TDIST_SIGNAL_ADD) a.fetch_add(v, std::memory_order_release);
+  else a.store(v, std::memory_order_release);
+}
+
+}  // namespace
+
+extern "C" {
+
+int tdist_my_pe(void) { return state() ? state()->my_pe : -1; }
+int tdist_n_pes(void) { return state() ? state()->n_pes : -1; }
+
+void *tdist_ptr(const void *addr, int pe) { return translate(addr, pe); }
+
+#define TDIST_DEFINE_PG(name, T)                                  \
+  void tdist_##name##_p(T *dst, T value, int pe) {                \
+    if (T *r = static_cast<T *>(translate(dst, pe))) *r = value;  \
+  }                                                               \
+  T tdist_##name##_g(const T *src, int pe) {                      \
+    const T *r = static_cast<const T *>(translate(src, pe));      \
+    return r ? *r : T{};                                          \
+  }
+TDIST_FOR_EACH_RMA_TYPE(TDIST_DEFINE_PG)
+#undef TDIST_DEFINE_PG
+
+void tdist_putmem(void *dst, const void *src, size_t n, int pe) {
+  copy_checked(translate(dst, pe), src, n, false);
+}
+void tdist_getmem(void *dst, const void *src, size_t n, int pe) {
+  copy_checked(dst, translate(src, pe), n, false);
+}
+void tdist_putmem_nbi(void *dst, const void *src, size_t n, int pe) {
+  copy_checked(translate(dst, pe), src, n, true);
+}
+void tdist_getmem_nbi(void *dst, const void *src, size_t n, int pe) {
+  copy_checked(dst, translate(src, pe), n, true);
+}
+
+void tdist_putmem_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal,
+                         int sig_op, int pe) {
+  tdist_putmem(dst, src, n, pe);
+  if (auto *r = static_cast<uint64_t *>(translate(sig, pe))) signal_update(r, signal, sig_op);
+}
+
+void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal,
+                             int sig_op, int pe) {
+  void *d = translate(dst, pe);
+  auto *r = static_cast<uint64_t *>(translate(sig, pe));
+  if (!d || !r) return;
+  if (use_sdma()) {
+    // The signal is written by the copy thread after the data, preserving put-then-signal.
+    copy_engine().submit([=] {
+      std::memcpy(d, src, n);
+      signal_update(r, signal, sig_op);
+    });
+    return;
+  }
+  std::memcpy(d, src, n);
+  signal_update(r, signal, sig_op);
+}
+
+void tdist_signal_op(uint64_t *sig, uint64_t signal, int sig_op, int pe) {
+  if (auto *r = static_cast<uint64_t *>(translate(sig, pe))) signal_update(r, signal, sig_op);
+}
+
+uint64_t tdist_signal_fetch(const uint64_t *sig) {
+  return std::atomic_ref<uint64_t>(*const_cast<uint64_t *>(sig)).load(std::memory_order_acquire);
+}
+
+uint64_t tdist_signal_wait_until(uint64_t *sig, int cmp, uint64_t v) {
+  wait_value<uint64_t>(sig, cmp, v);
+  return std::atomic_ref<uint64_t>(*sig).load(std::memory_order_acquire);
+}
+
+#define TDIST_DEFINE_WAIT_UNTIL(name, T) \
+  void tdist_##name##_wait_until(T *ivar, int cmp, T v) { wait_value<T>(ivar, cmp, v); }
+TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_WAIT_UNTIL)
+#undef TDIST_DEFINE_WAIT_UNTIL
+
+#define TDIST_DEFINE_SLOT_OPS(name, T)                                                  \
+  int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                            \
+    constexpr int32_t stride = TDIST_SIGNAL_SLOT_BYTES / sizeof(T);                     \
+    for (int32_t i = 0; i < n; ++i)                                                     \
+      if (!wait_value<T>(slots + i * stride, TDIST_CMP_EQ, value)) break;               \
+    return 0;                                                                           \
+  }                                                                                     \
+  void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {             \
+    T *r = static_cast<T *>(translate(slot, pe));                                       \
+    if (!r) return;                                                                     \
+    std::atomic_ref<T> a(*r);                                                           \
+    if (sig_op == TDIST_SIGNAL_ADD) a.fetch_add(value, std::memory_order_release);      \
+    else a.store(value, std::memory_order_release);                                     \
+  }
+TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_SLOT_OPS)
+#undef TDIST_DEFINE_SLOT_OPS
+
+void *tdistx_consume_token_ptr(void *value, int32_t) { return value; }
+int64_t tdistx_consume_token_int64(int64_t value, int32_t) { return value; }
+
+void tdist_fence(void) { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+void tdist_quiet(void) {
+  if (use_sdma()) copy_engine().drain();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void tdisti_cpu_quiet_all(void) { copy_engine().drain(); }
+
+uint64_t tdisti_cpu_wait_u64(const volatile uint64_t *addr, int cmp, uint64_t value, int pe,
+                             int barrier_tolerance) {
+  uint64_t *p = const_cast<uint64_t *>(addr);
+  std::atomic_ref<uint64_t> a(*p);
+  (void)pe;
+  bounded_wait(
+      [&] {
+        uint64_t v = a.load(std::memory_order_acquire);
+        return compare<uint64_t>(v, cmp, value) || (barrier_tolerance && v == value + 1);
+      },
+      p, value, cmp, &seen_as_u64<uint64_t>);
+  return a.load(std::memory_order_acquire);
+}
+
+// Centralised pull barrier (seed 6.4): write my epoch, read every peer's; a peer that already
+// entered the next barrier shows epoch + 1, which also counts as arrived.
+void tdisti_cpu_pull_barrier(uint64_t slot_off) {
+  tdist_device_state_t *s = state();
+  if (!s) return;
+  auto *mine = reinterpret_cast<uint64_t *>(static_cast<char *>(s->heap_base) + slot_off);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  uint64_t epoch = std::atomic_ref<uint64_t>(*mine).load(std::memory_order_relaxed) + 1;
+  std::atomic_ref<uint64_t>(*mine).store(epoch, std::memory_order_release);
+  for (int k = 1; k < s->n_pes; ++k) {
+    int pe = (s->my_pe + k) % s->n_pes;  // staggered start spreads the reads
+    auto *theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[pe]) + slot_off);
+    tdisti_cpu_wait_u64(theirs, TDIST_CMP_EQ, epoch, pe, 1);
+    if (s->fault_code) return;
+  }
+}
+
+void tdist_barrier_all(void) {
+  tdist_device_state_t *s = state();
+  if (!s) return;
+  LaunchCtx *L = t_launch;
+  if (!L || L->grid == 1) {
+    tdist_quiet();
+    tdisti_cpu_pull_barrier(TDIST_SYNC_DEVICE_BARRIER_OFF);
+    return;
+  }
+  // Grid barrier: the last program to arrive runs the cross-PE barrier for all of them.
+  tdist_quiet();
+  uint64_t gen = L->generation.load(std::memory_order_acquire);
+  if (L->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == uint32_t(L->grid)) {
+    L->arrived.store(0, std::memory_order_relaxed);
+    tdisti_cpu_pull_barrier(TDIST_SYNC_DEVICE_BARRIER_OFF);
+    L->generation.store(gen + 1, std::memory_order_release);
+  } else {
+    bounded_wait([&] { return L->generation.load(std::memory_order_acquire) != gen; },
+                 &L->generation, gen + 1, TDIST_CMP_NE, &seen_as_u64<uint64_t>);
+  }
+}
+
+int32_t tdistx_program_id(int32_t axis) { return axis == 0 ? t_program_id : 0; }
+int32_t tdistx_num_programs(int32_t axis) { return axis == 0 && t_launch ? t_launch->grid : 1; }
+
+int tdist_cpu_launch(int32_t grid, tdist_cpu_kernel_fn fn, void *args) {
+  return tdist::c_boundary("tdist_cpu_launch", [&] {
+    tdist::Context &c = tdist::require_context("tdist_cpu_launch");
+    TDIST_CHECK(c.cpu_backend, TDIST_ERR_NOT_SUPPORTED,
+                "tdist_cpu_launch needs the CPU backend (this job runs the %s backend)",
+                c.transport->name());
+    TDIST_CHECK(fn, TDIST_ERR_INVALID_PARAM, "kernel function is NULL");
+    TDIST_CHECK(grid >= 1 && grid <= TDIST_CPU_MAX_GRID, TDIST_ERR_INVALID_PARAM,
+                "grid %d out of range [1, %d]", grid, TDIST_CPU_MAX_GRID);
+    TDIST_CHECK(t_launch == nullptr, TDIST_ERR_INVALID_VALUE,
+                "tdist_cpu_launch called from inside a kernel");
+    tdist_device_state_t &s = c.state;
+    LaunchCtx L;
+    L.grid = grid;
+    auto body = [&](int32_t pid) {
+      t_launch = &L;
+      t_program_id = pid;
+      fn(args);
+      t_launch = nullptr;
+      t_program_id = 0;
+    };
+    std::vector<std::thread> threads;
+    threads.reserve(size_t(grid - 1));
+    for (int32_t p = 1; p < grid; ++p) threads.emplace_back(body, p);
+    body(0);
+    for (auto &t : threads) t.join();
+    tdist_quiet();
+    if (s.fault_code) {
+      int code = s.fault_code;
+      std::string what =
+          code == TDIST_ERR_TIMEOUT
+              ? tdist::strfmt("PE %d: wait timed out on PE %d's heap offset %llu: expected %llu "
+                              "(cmp %d), saw %llu",
+                              s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
+                              (unsigned long long)s.fault_expected, s.fault_cmp,
+                              (unsigned long long)s.fault_seen)
+              : tdist::strfmt("PE %d: invalid device call (PE %d, heap offset %llu, address 0x%llx)",
+                              s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
+                              (unsigned long long)s.fault_seen);
+      s.fault_code = 0;
+      TDIST_THROW(code, "kernel fault: %s", what.c_str());
+    }
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,95 @@
+#include "bootstrap/control.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "bootstrap/store.hpp"
+#include "core/error.hpp"
+
+namespace tdist {
+
+namespace {
+std::string host_identity() {
+  char name[256] = {0};
+  gethostname(name, sizeof name - 1);
+  std::string id = name;
+  // Containers may share a hostname across machines; the boot id tells hosts apart.
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string b;
+  if (boot && std::getline(boot, b)) id += "/" + b;
+  return id;
+}
+}  // namespace
+
+ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
+  TDIST_CHECK(cfg.n_ranks >= 1, TDIST_ERR_INVALID_PARAM, "n_ranks must be >= 1 (got %d)",
+              cfg.n_ranks);
+  TDIST_CHECK(cfg.rank >= 0 && cfg.rank < cfg.n_ranks, TDIST_ERR_INVALID_PARAM,
+              "my_rank %d out of range [0, %d)", cfg.rank, cfg.n_ranks);
+  StoreAddress addr = parse_store_address(cfg.address);
+  TDIST_CHECK(addr.port > 1024, TDIST_ERR_INVALID_PARAM,
+              "store port must be > 1024 (got %d in '%s')", addr.port, cfg.address.c_str());
+  const char *sec = std::getenv("TDIST_STORE_SECRET");
+  std::string secret = sec ? sec : "";
+  if (cfg.rank == 0) server_ = std::make_unique<StoreServer>(addr, cfg.n_ranks, secret);
+  client_ = std::make_unique<StoreClient>(addr, cfg.rank, secret, cfg.connect_timeout_s,
+                                          cfg.op_timeout_s);
+  if (cfg.rank == 0) {
+    std::random_device rd;
+    job_id_ = strfmt("%08x%08x", rd(), rd());
+    client_->set("job_id", job_id_);
+  } else {
+    job_id_ = client_->get("job_id");
+  }
+  auto hosts = allgather(host_identity());
+  for (int r = 0; r < size(); ++r)
+    if (hosts[r] == hosts[rank()]) {
+      if (r == rank()) local_rank_ = int(local_ranks_.size());
+      local_ranks_.push_back(r);
+    }
+  local_size_ = int(local_ranks_.size());
+}
+
+ControlPlane::~ControlPlane() = default;
+
+void ControlPlane::barrier() {
+  std::string key = strfmt("bar/%llu", (unsigned long long)seq_++);
+  int64_t n = client_->add(key, 1);
+  if (n == size()) client_->set(key + "/go", "1");
+  client_->get(key + "/go");
+}
+
+std::vector<std::string> ControlPlane::allgather(const std::string &in) {
+  std::string base = strfmt("ag/%llu/", (unsigned long long)seq_++);
+  client_->set(base + std::to_string(rank()), in);
+  std::vector<std::string> out(size());
+  for (int r = 0; r < size(); ++r) out[r] = r == rank() ? in : client_->get(base + std::to_string(r));
+  for (int r = 0; r < size(); ++r)
+    TDIST_CHECK(out[r].size() == in.size(), TDIST_ERR_COLLECTIVE_MISMATCH,
+                "allgather: rank %d contributed %zu bytes, rank %d contributed %zu", r,
+                out[r].size(), rank(), in.size());
+  return out;
+}
+
+std::string ControlPlane::broadcast(const std::string &data, int root) {
+  TDIST_CHECK(root >= 0 && root < size(), TDIST_ERR_INVALID_PARAM,
+              "broadcast root %d out of range [0, %d)", root, size());
+  std::string key = strfmt("bc/%llu", (unsigned long long)seq_++);
+  if (rank() == root) {
+    client_->set(key, data);
+    return data;
+  }
+  return client_->get(key);
+}
+
+void ControlPlane::finalize() {
+  if (!client_) return;
+  client_->finalize();
+  client_.reset();
+  server_.reset();  // rank 0: waits (bounded) for every rank to finalize
+}
+
+}  // namespace tdist

@@ -1,0 +1,587 @@
+// C host API: initialisation, collective allocation, teams, host barrier, control plane.
+#include "core/context.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <thread>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+
+extern "C" {
+tdist_device_state_t *tdisti_cpu_device_state = nullptr;
+}
+
+namespace tdist {
+
+namespace {
+
+std::unique_ptr<Context> g_ctx;
+std::mutex g_init_mu;
+
+constexpr size_t kHeapGranule = 2u << 20;  // heaps are whole 2 MiB pages
+
+uint64_t env_u64(const char *name, uint64_t dflt) {
+  const char *v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char *end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  TDIST_CHECK(end && *end == '\0', TDIST_ERR_INVALID_PARAM,
+              "environment variable %s='%s' is not a non-negative integer", name, v);
+  return x;
+}
+
+int env_int(const char *name) {
+  const char *v = std::getenv(name);
+  TDIST_CHECK(v && *v, TDIST_ERR_INVALID_PARAM, "environment variable %s is not set", name);
+  char *end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  TDIST_CHECK(end && *end == '\0', TDIST_ERR_INVALID_PARAM,
+              "environment variable %s='%s' is not an integer", name, v);
+  return int(x);
+}
+
+void validate_attr(const tdist_init_attr_t &a) {
+  TDIST_CHECK(a.n_ranks >= 1, TDIST_ERR_INVALID_PARAM, "n_ranks must be >= 1 (got %d)", a.n_ranks);
+  TDIST_CHECK(a.my_rank >= 0 && a.my_rank < a.n_ranks, TDIST_ERR_INVALID_PARAM,
+              "my_rank %d out of range [0, %d)", a.my_rank, a.n_ranks);
+  TDIST_CHECK(a.local_mem_size > 0, TDIST_ERR_INVALID_PARAM, "local_mem_size must be > 0");
+  TDIST_CHECK(a.local_mem_size <= (uint64_t(1) << 40), TDIST_ERR_INVALID_PARAM,
+              "local_mem_size %llu exceeds 1 TiB", (unsigned long long)a.local_mem_size);
+  TDIST_CHECK(memchr(a.ip_port, '\0', sizeof a.ip_port) != nullptr, TDIST_ERR_INVALID_PARAM,
+              "ip_port is not NUL-terminated");
+  uint32_t known = TDIST_ENGINE_MTE | TDIST_ENGINE_SDMA | TDIST_ENGINE_ROCE | TDIST_ENGINE_UDMA;
+  uint32_t e = a.option_attr.data_op_engine_type;
+  TDIST_CHECK(e != 0 && (e & ~known) == 0, TDIST_ERR_INVALID_PARAM,
+              "data_op_engine_type 0x%x: must be a non-empty combination of MTE=0x1, SDMA=0x2, "
+              "ROCE=0x4, UDMA=0x8",
+              e);
+  int b = a.option_attr.backend;
+  TDIST_CHECK(b == TDIST_BACKEND_AUTO || b == TDIST_BACKEND_CPU || b == TDIST_BACKEND_CUDA,
+              TDIST_ERR_INVALID_PARAM, "backend %d: must be AUTO=0, CPU=1 or CUDA=2", b);
+}
+
+// One record per collective heap call, all-gathered so every PE can compare every PE's call.
+struct CollectiveRecord {
+  uint64_t seq;
+  uint32_t op;
+  int32_t status;  // this PE's local verdict
+  uint64_t size;
+  uint64_t align;
+  int64_t offset;
+};
+enum : uint32_t { kOpMalloc = 1, kOpCalloc = 2, kOpAlign = 3, kOpFree = 4, kOpSplit = 5 };
+const char *op_name(uint32_t op) {
+  switch (op) {
+    case kOpMalloc: return "malloc";
+    case kOpCalloc: return "calloc";
+    case kOpAlign: return "align";
+    case kOpFree: return "free";
+    case kOpSplit: return "team_split_strided";
+  }
+  return "?";
+}
+std::string describe(const CollectiveRecord &r) {
+  if (r.op == kOpFree) return strfmt("free(heap offset %lld)", (long long)r.offset);
+  if (r.op == kOpAlign)
+    return strfmt("align(%llu, %llu)", (unsigned long long)r.align, (unsigned long long)r.size);
+  if (r.op == kOpSplit)
+    return strfmt("team_split_strided(start %llu, stride %llu, size %lld)",
+                  (unsigned long long)r.size, (unsigned long long)r.align, (long long)r.offset);
+  return strfmt("%s(%llu)", op_name(r.op), (unsigned long long)r.size);
+}
+
+// Gathers `mine` from every PE; throws the same error on every PE when the calls differ or any
+// PE's local verdict is an error. `why` is this PE's local error message (empty when fine).
+std::vector<CollectiveRecord> agree(Context &c, const CollectiveRecord &mine, const std::string &why,
+                                    const char *api) {
+  std::string in(reinterpret_cast<const char *>(&mine), sizeof mine);
+  in += why.substr(0, 200);
+  in.resize(sizeof mine + 200, '\0');
+  auto all = c.cp->allgather(in);
+  std::vector<CollectiveRecord> recs(all.size());
+  for (size_t i = 0; i < all.size(); ++i) std::memcpy(&recs[i], all[i].data(), sizeof mine);
+  const CollectiveRecord &r0 = recs[0];
+  for (size_t pe = 1; pe < recs.size(); ++pe) {
+    const CollectiveRecord &r = recs[pe];
+    bool same = r.seq == r0.seq && r.op == r0.op &&
+                (r.op == kOpFree ? r.offset == r0.offset
+                                 : (r.size == r0.size && r.align == r0.align &&
+                                    (r.op != kOpSplit || r.offset == r0.offset)));
+    if (!same)
+      TDIST_THROW(TDIST_ERR_COLLECTIVE_MISMATCH,
+                  "%s: collective mismatch: PE 0 called %s as collective call #%llu, PE %zu "
+                  "called %s as call #%llu (every PE must make the same calls in the same order)",
+                  api, describe(r0).c_str(), (unsigned long long)r0.seq, pe, describe(r).c_str(),
+                  (unsigned long long)r.seq);
+  }
+  for (size_t pe = 0; pe < recs.size(); ++pe)
+    if (recs[pe].status != TDIST_SUCCESS) {
+      std::string msg(all[pe].data() + sizeof mine);
+      TDIST_THROW(recs[pe].status, "%s failed on PE %zu: %s", api, pe, msg.c_str());
+    }
+  return recs;
+}
+
+void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) {
+  Context &c = require_context(api);
+  std::lock_guard<std::mutex> g(c.mu);
+  CollectiveRecord rec{c.collective_seq++, op, TDIST_SUCCESS, size, align, -1};
+  std::string why;
+  std::optional<size_t> off;
+  if (size == 0) {
+    rec.status = TDIST_ERR_INVALID_PARAM;
+    why = "size must be > 0";
+  } else if (align == 0 || (align & (align - 1)) != 0) {
+    rec.status = TDIST_ERR_INVALID_PARAM;
+    why = strfmt("alignment %zu is not a power of two", align);
+  } else if (size > c.state.heap_size) {
+    rec.status = TDIST_ERR_MALLOC_FAILED;
+    why = strfmt("%zu bytes requested, the heap holds %llu", size,
+                 (unsigned long long)(c.state.heap_size - TDIST_HEAP_RESERVED));
+  } else if (!(off = c.alloc->plan(size, align))) {
+    rec.status = TDIST_ERR_MALLOC_FAILED;
+    why = strfmt("heap exhausted: %zu bytes requested, largest free block %zu bytes", size,
+                 c.alloc->largest_free());
+  } else {
+    rec.offset = int64_t(*off);
+  }
+  auto recs = agree(c, rec, why, api);
+  for (size_t pe = 0; pe < recs.size(); ++pe)
+    TDIST_CHECK(recs[pe].offset == rec.offset, TDIST_ERR_INNER,
+                "%s: heaps diverged: PE %zu got offset %lld, PE %d got %lld", api, pe,
+                (long long)recs[pe].offset, c.state.my_pe, (long long)rec.offset);
+  c.alloc->commit(*off, size);
+  if (op == kOpCalloc) c.transport->zero(*off, size);
+  return static_cast<char *>(c.state.heap_base) + *off;
+}
+
+void publish(Context &c) {
+  c.state.p2p_heap_base = c.p2p.data();
+  c.state.rdma_heap_base = c.rdma.data();
+  c.state.sdma_heap_base = c.sdma.data();
+  c.transport->publish(c.state);
+}
+
+void do_init(const tdist_init_attr_t &attr) {
+  std::lock_guard<std::mutex> g(g_init_mu);
+  TDIST_CHECK(!g_ctx, TDIST_ERR_INVALID_VALUE,
+              "tdist is already initialised in this process (call tdist_finalize first)");
+  validate_attr(attr);
+  auto c = std::make_unique<Context>();
+  c->attr = attr;
+  const auto &o = attr.option_attr;
+  int backend = o.backend;
+  if (backend == TDIST_BACKEND_AUTO) backend = cuda_transport_available() ? TDIST_BACKEND_CUDA : TDIST_BACKEND_CPU;
+  c->cpu_backend = backend == TDIST_BACKEND_CPU;
+  if (c->cpu_backend)
+    TDIST_CHECK(!(o.data_op_engine_type & TDIST_ENGINE_ROCE), TDIST_ERR_NOT_SUPPORTED,
+                "engine ROCE is not available on the CPU backend (it needs an RDMA engine; use "
+                "MTE, SDMA or UDMA)");
+
+  BootstrapConfig bc;
+  bc.rank = attr.my_rank;
+  bc.n_ranks = attr.n_ranks;
+  bc.address = attr.ip_port;
+  bc.connect_timeout_s = o.shm_init_timeout_s ? o.shm_init_timeout_s : 120;
+  bc.op_timeout_s = o.control_timeout_s ? o.control_timeout_s : 120;
+  c->cp = std::make_unique<ControlPlane>(bc);
+
+  // Every PE must agree on the heap size and engines: check before creating anything.
+  struct Agreed {
+    uint64_t heap;
+    uint32_t engines;
+    int32_t backend;
+  } mine{attr.local_mem_size, o.data_op_engine_type, backend};
+  auto all = c->cp->allgather(std::string(reinterpret_cast<char *>(&mine), sizeof mine));
+  for (int pe = 0; pe < c->cp->size(); ++pe) {
+    Agreed a;
+    std::memcpy(&a, all[pe].data(), sizeof a);
+    TDIST_CHECK(a.heap == mine.heap && a.engines == mine.engines && a.backend == mine.backend,
+                TDIST_ERR_COLLECTIVE_MISMATCH,
+                "init: PE %d asked for a %llu-byte heap, engines 0x%x, backend %d; PE %d for "
+                "%llu bytes, engines 0x%x, backend %d",
+                pe, (unsigned long long)a.heap, a.engines, a.backend, attr.my_rank,
+                (unsigned long long)mine.heap, mine.engines, mine.backend);
+  }
+
+  TransportOptions to;
+  to.engine_mask = o.data_op_engine_type;
+  to.device_id = o.device_id;
+  c->transport = c->cpu_backend ? make_cpu_transport(to) : make_cuda_transport(to);
+  size_t total = TDIST_HEAP_RESERVED + attr.local_mem_size;
+  total = (total + kHeapGranule - 1) / kHeapGranule * kHeapGranule;
+  c->transport->map(*c->cp, total);
+  c->transport->zero(0, TDIST_HEAP_RESERVED);
+
+  int n = c->cp->size();
+  c->p2p = c->transport->peer_bases();
+  c->rdma.assign(n, nullptr);
+  c->sdma = c->p2p;  // the copy engine addresses peers through the same mappings
+  auto &s = c->state;
+  s.magic = TDIST_DEVICE_STATE_MAGIC;
+  s.version = TDIST_DEVICE_STATE_VERSION;
+  s.my_pe = c->cp->rank();
+  s.n_pes = n;
+  s.heap_size = total;
+  s.heap_base = c->transport->local_base();
+  s.engine_mask = o.data_op_engine_type;
+  const char *dbg = std::getenv("TDIST_DEBUG");
+  s.debug = dbg && *dbg && std::strcmp(dbg, "0") != 0;
+  s.wait_timeout_ns = o.wait_timeout_ms * 1000000ull;
+  unsigned hw = std::thread::hardware_concurrency();
+  // Few cores: spin briefly, then give the core to the PE we are waiting for.
+  s.spin_before_backoff = hw >= 8 ? 20000 : 200;
+  c->alloc = std::make_unique<HeapAllocator>(TDIST_HEAP_RESERVED, total);
+  c->teams.push_back(Team{true, 0, 1, n, s.my_pe});
+  publish(*c);
+  if (c->cpu_backend) tdisti_cpu_device_state = &c->state;
+  c->cp->barrier();  // everyone mapped everything before anyone writes to a peer
+  g_ctx = std::move(c);
+}
+
+}  // namespace
+
+Context *context() { return g_ctx.get(); }
+
+Context &require_context(const char *api) {
+  Context *c = g_ctx.get();
+  TDIST_CHECK(c, TDIST_ERR_NOT_INITED, "%s called before tdist_init or after tdist_finalize", api);
+  return *c;
+}
+
+uint64_t now_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+}  // namespace tdist
+
+using namespace tdist;
+
+extern "C" {
+
+int tdist_init_attr_default(tdist_init_attr_t *attr) {
+  return c_boundary("tdist_init_attr_default", [&] {
+    TDIST_CHECK(attr, TDIST_ERR_INVALID_PARAM, "attr is NULL");
+    std::memset(attr, 0, sizeof *attr);
+    attr->my_rank = -1;
+    attr->n_ranks = 0;
+    attr->local_mem_size = 256ull << 20;
+    attr->option_attr.data_op_engine_type = TDIST_ENGINE_MTE;
+    attr->option_attr.backend = TDIST_BACKEND_AUTO;
+    attr->option_attr.device_id = -1;
+    attr->option_attr.shm_init_timeout_s = 120;
+    attr->option_attr.control_timeout_s = 120;
+    // Documented default source: TDIST_WAIT_TIMEOUT_MS (tdist-run sets it); explicit values win.
+    attr->option_attr.wait_timeout_ms = env_u64("TDIST_WAIT_TIMEOUT_MS", 0);
+  });
+}
+
+int tdist_init(const tdist_init_attr_t *attr) {
+  return c_boundary("tdist_init", [&] {
+    TDIST_CHECK(attr, TDIST_ERR_INVALID_PARAM, "attr is NULL");
+    do_init(*attr);
+  });
+}
+
+int tdist_get_uniqueid(tdist_uniqueid_t *uid) {
+  return c_boundary("tdist_get_uniqueid", [&] {
+    TDIST_CHECK(uid, TDIST_ERR_INVALID_PARAM, "uid is NULL");
+    const char *host = std::getenv("TDIST_UID_HOST");
+    std::string h = host && *host ? host : "127.0.0.1";
+    // Ask the kernel for a free port.
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    TDIST_CHECK(fd >= 0, TDIST_ERR_BOOTSTRAP, "socket: %s", std::strerror(errno));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    socklen_t len = sizeof a;
+    bool ok = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+              ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0;
+    ::close(fd);
+    TDIST_CHECK(ok, TDIST_ERR_BOOTSTRAP, "cannot find a free port: %s", std::strerror(errno));
+    std::string url = h.find(':') != std::string::npos
+                          ? strfmt("tcp6://[%s]:%d", h.c_str(), ntohs(a.sin_port))
+                          : strfmt("tcp://%s:%d", h.c_str(), ntohs(a.sin_port));
+    std::memset(uid->bytes, 0, sizeof uid->bytes);
+    std::string blob = "tdist-uid-v1 " + url;
+    TDIST_CHECK(blob.size() < sizeof uid->bytes, TDIST_ERR_INVALID_PARAM, "host name too long");
+    std::memcpy(uid->bytes, blob.data(), blob.size());
+  });
+}
+
+int tdist_init_with_uniqueid(const tdist_uniqueid_t *uid, int rank, int n_ranks,
+                             const tdist_init_attr_t *attr) {
+  return c_boundary("tdist_init_with_uniqueid", [&] {
+    TDIST_CHECK(uid, TDIST_ERR_INVALID_PARAM, "uid is NULL");
+    TDIST_CHECK(memchr(uid->bytes, '\0', sizeof uid->bytes) &&
+                    std::strncmp(uid->bytes, "tdist-uid-v1 ", 13) == 0,
+                TDIST_ERR_INVALID_PARAM, "not a tdist unique id (made by tdist_get_uniqueid)");
+    tdist_init_attr_t a;
+    if (attr) a = *attr;
+    else tdist_init_attr_default(&a);
+    a.my_rank = rank;
+    a.n_ranks = n_ranks;
+    std::snprintf(a.ip_port, sizeof a.ip_port, "%s", uid->bytes + 13);
+    do_init(a);
+  });
+}
+
+int tdist_init_from_env(const tdist_init_attr_t *attr) {
+  return c_boundary("tdist_init_from_env", [&] {
+    tdist_init_attr_t a;
+    if (attr) a = *attr;
+    else tdist_init_attr_default(&a);
+    a.my_rank = env_int("RANK");
+    a.n_ranks = env_int("WORLD_SIZE");
+    const char *addr = std::getenv("MASTER_ADDR");
+    TDIST_CHECK(addr && *addr, TDIST_ERR_INVALID_PARAM, "environment variable MASTER_ADDR is not set");
+    int port;
+    if (std::getenv("TDIST_STORE_PORT")) port = env_int("TDIST_STORE_PORT");
+    else port = env_int("MASTER_PORT") + 1;
+    std::string host = addr;
+    if (host.find(':') != std::string::npos)
+      std::snprintf(a.ip_port, sizeof a.ip_port, "tcp6://[%s]:%d", host.c_str(), port);
+    else
+      std::snprintf(a.ip_port, sizeof a.ip_port, "tcp://%s:%d", host.c_str(), port);
+    do_init(a);
+  });
+}
+
+int tdist_initialized(void) { return g_ctx ? 1 : 0; }
+
+int tdist_finalize(void) {
+  return c_boundary("tdist_finalize", [&] {
+    std::lock_guard<std::mutex> g(g_init_mu);
+    TDIST_CHECK(g_ctx, TDIST_ERR_NOT_INITED, "tdist_finalize called before tdist_init (or twice)");
+    std::unique_ptr<Context> c = std::move(g_ctx);
+    tdisti_cpu_quiet_all();
+    std::string err;
+    try {
+      c->cp->barrier();  // nobody unmaps while a peer may still touch its heap
+    } catch (const std::exception &e) {
+      err = e.what();
+    }
+    tdisti_cpu_device_state = nullptr;
+    c->transport->unmap();
+    try {
+      c->cp->finalize();
+    } catch (const std::exception &e) {
+      if (err.empty()) err = e.what();
+    }
+    TDIST_CHECK(err.empty(), TDIST_ERR_BOOTSTRAP, "%s", err.c_str());
+  });
+}
+
+void *tdist_malloc(size_t size) {
+  void *p = nullptr;
+  c_boundary("tdist_malloc", [&] { p = collective_alloc(kOpMalloc, size, 1, "tdist_malloc"); });
+  return p;
+}
+
+void *tdist_calloc(size_t count, size_t size) {
+  void *p = nullptr;
+  c_boundary("tdist_calloc", [&] {
+    size_t total = 0;
+    // An overflow must still reach the collective so the other PEs fail too: pass SIZE_MAX.
+    if (__builtin_mul_overflow(count, size, &total)) total = SIZE_MAX;
+    p = collective_alloc(kOpCalloc, total, 1, "tdist_calloc");
+  });
+  return p;
+}
+
+void *tdist_align(size_t alignment, size_t size) {
+  void *p = nullptr;
+  c_boundary("tdist_align", [&] { p = collective_alloc(kOpAlign, size, alignment, "tdist_align"); });
+  return p;
+}
+
+int tdist_free(void *ptr) {
+  return c_boundary("tdist_free", [&] {
+    Context &c = require_context("tdist_free");
+    std::lock_guard<std::mutex> g(c.mu);
+    CollectiveRecord rec{c.collective_seq++, kOpFree, TDIST_SUCCESS, 0, 0, -1};
+    std::string why;
+    if (ptr) {
+      uintptr_t p = reinterpret_cast<uintptr_t>(ptr), b = reinterpret_cast<uintptr_t>(c.state.heap_base);
+      if (p < b + TDIST_HEAP_RESERVED || p >= b + c.state.heap_size) {
+        rec.status = TDIST_ERR_INVALID_PARAM;
+        why = strfmt("%p is not in the symmetric heap [%p, %p)", ptr,
+                     static_cast<void *>(static_cast<char *>(c.state.heap_base) + TDIST_HEAP_RESERVED),
+                     static_cast<void *>(static_cast<char *>(c.state.heap_base) + c.state.heap_size));
+      } else {
+        rec.offset = int64_t(p - b);
+        if (c.alloc->block_size(size_t(rec.offset)) == 0) {
+          rec.status = TDIST_ERR_INVALID_PARAM;
+          why = strfmt("heap offset %lld is not a live allocation (double free, or not the start "
+                       "of a block)",
+                       (long long)rec.offset);
+        }
+      }
+    }
+    agree(c, rec, why, "tdist_free");
+    if (ptr) c.alloc->release(size_t(rec.offset));
+  });
+}
+
+int64_t tdist_heap_offset(const void *ptr) {
+  int64_t off = -1;
+  c_boundary("tdist_heap_offset", [&] {
+    Context &c = require_context("tdist_heap_offset");
+    uintptr_t p = reinterpret_cast<uintptr_t>(ptr), b = reinterpret_cast<uintptr_t>(c.state.heap_base);
+    TDIST_CHECK(p >= b && p < b + c.state.heap_size, TDIST_ERR_INVALID_PARAM,
+                "%p is not in the symmetric heap", ptr);
+    off = int64_t(p - b);
+  });
+  return off;
+}
+
+size_t tdist_heap_free_bytes(void) {
+  size_t n = 0;
+  c_boundary("tdist_heap_free_bytes",
+             [&] { n = require_context("tdist_heap_free_bytes").alloc->largest_free(); });
+  return n;
+}
+
+const tdist_device_state_t *tdist_host_device_state(void) {
+  const tdist_device_state_t *s = nullptr;
+  c_boundary("tdist_host_device_state", [&] { s = &require_context("tdist_host_device_state").state; });
+  return s;
+}
+
+int tdist_host_barrier_all(void) {
+  return c_boundary("tdist_host_barrier_all", [&] {
+    Context &c = require_context("tdist_host_barrier_all");
+    tdisti_cpu_quiet_all();
+    if (c.cpu_backend) {
+      tdisti_cpu_pull_barrier(TDIST_SYNC_HOST_BARRIER_OFF);
+      auto &s = c.state;
+      if (s.fault_code) {
+        int code = s.fault_code;
+        s.fault_code = 0;
+        TDIST_THROW(code, "host barrier: waited on PE %d (heap offset %llu) for epoch %llu, saw %llu",
+                    s.fault_pe, (unsigned long long)s.fault_offset,
+                    (unsigned long long)s.fault_expected, (unsigned long long)s.fault_seen);
+      }
+    } else {
+      c.cp->barrier();
+    }
+  });
+}
+
+int tdist_team_my_pe(tdist_team_t team) {
+  int r = -1;
+  c_boundary("tdist_team_my_pe", [&] {
+    Context &c = require_context("tdist_team_my_pe");
+    TDIST_CHECK(team >= 0 && size_t(team) < c.teams.size() && c.teams[team].valid,
+                TDIST_ERR_INVALID_PARAM, "team %d does not exist", team);
+    r = c.teams[team].my_pe;
+  });
+  return r;
+}
+
+int tdist_team_n_pes(tdist_team_t team) {
+  int r = -1;
+  c_boundary("tdist_team_n_pes", [&] {
+    Context &c = require_context("tdist_team_n_pes");
+    TDIST_CHECK(team >= 0 && size_t(team) < c.teams.size() && c.teams[team].valid,
+                TDIST_ERR_INVALID_PARAM, "team %d does not exist", team);
+    r = c.teams[team].size;
+  });
+  return r;
+}
+
+int tdist_team_translate_pe(tdist_team_t src, int src_pe, tdist_team_t dst) {
+  int r = -1;
+  c_boundary("tdist_team_translate_pe", [&] {
+    Context &c = require_context("tdist_team_translate_pe");
+    for (tdist_team_t t : {src, dst})
+      TDIST_CHECK(t >= 0 && size_t(t) < c.teams.size() && c.teams[t].valid, TDIST_ERR_INVALID_PARAM,
+                  "team %d does not exist", t);
+    const Team &s = c.teams[src], &d = c.teams[dst];
+    TDIST_CHECK(src_pe >= 0 && src_pe < s.size, TDIST_ERR_INVALID_PARAM,
+                "PE %d out of range for a team of %d", src_pe, s.size);
+    int world = s.start + src_pe * s.stride;
+    int rel = world - d.start;
+    r = (rel >= 0 && rel % d.stride == 0 && rel / d.stride < d.size) ? rel / d.stride : -1;
+  });
+  return r;
+}
+
+int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int size,
+                             tdist_team_t *new_team) {
+  return c_boundary("tdist_team_split_strided", [&] {
+    Context &c = require_context("tdist_team_split_strided");
+    TDIST_CHECK(new_team, TDIST_ERR_INVALID_PARAM, "new_team is NULL");
+    *new_team = TDIST_TEAM_INVALID;
+    std::lock_guard<std::mutex> g(c.mu);
+    TDIST_CHECK(parent >= 0 && size_t(parent) < c.teams.size() && c.teams[parent].valid,
+                TDIST_ERR_INVALID_PARAM, "parent team %d does not exist", parent);
+    const Team p = c.teams[parent];
+    CollectiveRecord rec{c.collective_seq++, kOpSplit, TDIST_SUCCESS, uint64_t(uint32_t(start)),
+                         uint64_t(uint32_t(stride)), int64_t(size)};
+    std::string why;
+    if (start < 0 || stride < 1 || size < 1 || int64_t(start) + int64_t(stride) * (size - 1) >= p.size) {
+      rec.status = TDIST_ERR_INVALID_PARAM;
+      why = strfmt("start %d, stride %d, size %d do not fit a parent team of %d PEs", start, stride,
+                   size, p.size);
+    }
+    // Only parent members take part; with the world as the only parent used so far, that is
+    // every PE. Splits of sub-teams need all world PEs to call as well (documented).
+    agree(c, rec, why, "tdist_team_split_strided");
+    Team t;
+    t.valid = true;
+    t.start = p.start + start * p.stride;
+    t.stride = p.stride * stride;
+    t.size = size;
+    int rel = c.state.my_pe - t.start;
+    t.my_pe = (rel >= 0 && rel % t.stride == 0 && rel / t.stride < t.size) ? rel / t.stride : -1;
+    c.teams.push_back(t);
+    if (t.my_pe >= 0) *new_team = tdist_team_t(c.teams.size() - 1);
+  });
+}
+
+int tdist_team_destroy(tdist_team_t team) {
+  return c_boundary("tdist_team_destroy", [&] {
+    Context &c = require_context("tdist_team_destroy");
+    TDIST_CHECK(team > 0 && size_t(team) < c.teams.size() && c.teams[team].valid,
+                TDIST_ERR_INVALID_PARAM, "team %d cannot be destroyed (unknown, already destroyed, or the world)",
+                team);
+    c.teams[team].valid = false;
+  });
+}
+
+int tdist_ctrl_barrier(void) {
+  return c_boundary("tdist_ctrl_barrier", [&] { require_context("tdist_ctrl_barrier").cp->barrier(); });
+}
+
+int tdist_ctrl_allgather(const void *in, void *out, size_t nbytes) {
+  return c_boundary("tdist_ctrl_allgather", [&] {
+    Context &c = require_context("tdist_ctrl_allgather");
+    TDIST_CHECK(nbytes == 0 || (in && out), TDIST_ERR_INVALID_PARAM, "in/out is NULL");
+    auto all = c.cp->allgather(std::string(static_cast<const char *>(in), nbytes));
+    for (size_t r = 0; r < all.size(); ++r)
+      std::memcpy(static_cast<char *>(out) + r * nbytes, all[r].data(), nbytes);
+  });
+}
+
+int tdist_ctrl_broadcast(void *buf, size_t nbytes, int root) {
+  return c_boundary("tdist_ctrl_broadcast", [&] {
+    Context &c = require_context("tdist_ctrl_broadcast");
+    TDIST_CHECK(nbytes == 0 || buf, TDIST_ERR_INVALID_PARAM, "buf is NULL");
+    std::string v = c.cp->broadcast(std::string(static_cast<char *>(buf), nbytes), root);
+    TDIST_CHECK(v.size() == nbytes, TDIST_ERR_COLLECTIVE_MISMATCH,
+                "broadcast: root sent %zu bytes, this PE expected %zu", v.size(), nbytes);
+    std::memcpy(buf, v.data(), nbytes);
+  });
+}
+
+}  // extern "C"
