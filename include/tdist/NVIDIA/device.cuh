@@ -1,0 +1,797 @@
+/*
+ * tdist CUDA device API: the device ABI of include/tdist/abi.h as CUDA C++ __device__ functions,
+ * plus warp/block forms and the Triton-facing `_i64` twins.
+ *
+ * One source, two compilers:
+ *   - nvcc / clang CUDA users include this header in their .cu files. The ABI functions are
+ *     `extern "C" __device__ inline`, so no relocatable device code is needed. Each module (each
+ *     .cu file without -rdc) has its own `tdisti_device_state` pointer which the host fills once
+ *     after tdist_init with tdist_cuda_bind_state() (runtime API, defined below) or, for a module
+ *     loaded with the driver API, with tdist_cuda_register_module() (include/tdist/NVIDIA/host.h).
+ *   - device/NVIDIA/tdist_device.cu compiles this header with clang-19 into the NVPTX bitcode that
+ *     Triton links through `extern_libs` (TDIST_NV_ABI_LINKAGE empty: strong exported symbols).
+ *     The header therefore uses no CUDA header and no CUDA builtin variable: only inline PTX.
+ *
+ * Include order: include this header BEFORE tdist/tdist.h or tdist/abi.h in a CUDA file (it
+ * declares the ABI names as __device__ functions; abi.h seen first would declare them host).
+ *
+ * Scopes of the forms:
+ *   tdist_*            thread form: the calling thread does the whole operation.
+ *   tdistx_*_warp      every lane of the warp calls with the same arguments; the warp cooperates.
+ *   tdistx_*_block     every thread of the CTA calls with the same arguments; the CTA cooperates.
+ *   <symbol>_i64       Triton-facing twin: pointers as int64. Triton runs an extern call in EVERY
+ *                      thread of the program, so the twins are program-collective: every thread of
+ *                      the CTA must call them with the same arguments. RMA twins use the block
+ *                      form; signal-side twins (p, signal_op, notify, putmem_signal) synchronise the
+ *                      CTA (bar.sync) and let thread 0 perform the release, so every store the
+ *                      program made before the call is released; wait twins let threads
+ *                      0..n-1 poll the slots, then synchronise the CTA.
+ *
+ * Memory ordering (seed 000 section 6, abi.h): signal updates are st.release.sys /
+ * red.release.sys; waits are ld.acquire.sys (or relaxed sweeps followed by fence.acq_rel.sys);
+ * tdist_fence is fence.acq_rel.sys; tdist_quiet is fence.sc.sys (SM stores complete in order of
+ * the fence; there is no outstanding DMA on this path).
+ *
+ * Waits are bounded by tdist_device_state_t::wait_timeout_ns (0 = forever). A wait that expires
+ * records a sticky fault (code, PE, heap offset, cmp, expected, seen) in the device state, sets the
+ * fault flag at TDIST_SYNC_FAULT_OFF in the heap, and returns; later waits of any thread notice the
+ * fault and return at once. tdist_cuda_check_fault() reports it on the host. With debug set
+ * (TDIST_DEBUG=1) the faulting thread prints the diagnostic and traps instead.
+ */
+#ifndef TDIST_NVIDIA_DEVICE_CUH
+#define TDIST_NVIDIA_DEVICE_CUH
+
+#if !(defined(__CUDACC__) || defined(__CUDA__))
+#error "tdist/NVIDIA/device.cuh is CUDA device code: compile it with nvcc or clang -x cuda"
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdist/macros.h"
+
+/* ---- qualifiers (clang -nocudainc defines no __device__ macro) ---- */
+#ifdef __device__
+#define TDISTI_NV_DEV __device__
+#else
+#define TDISTI_NV_DEV __attribute__((device))
+#endif
+#define TDISTI_NV_FN TDISTI_NV_DEV static inline __attribute__((always_inline))
+#ifndef TDIST_NV_ABI_LINKAGE
+#define TDIST_NV_ABI_LINKAGE inline
+#endif
+#define TDISTI_NV_ABI extern "C" TDISTI_NV_DEV TDIST_NV_ABI_LINKAGE
+
+/* Declare the ABI as __device__ functions (see the include-order note above). */
+#if defined(TDIST_ABI_H) && !defined(TDISTI_NV_ABI_DEVICE_DECLS)
+#error "include tdist/NVIDIA/device.cuh before tdist/abi.h (or tdist/tdist.h) in CUDA code"
+#endif
+#define TDISTI_NV_ABI_DEVICE_DECLS 1
+#pragma push_macro("TDIST_DEVICE_API")
+#undef TDIST_DEVICE_API
+#define TDIST_DEVICE_API TDISTI_NV_DEV
+#include "tdist/abi.h"
+#pragma pop_macro("TDIST_DEVICE_API")
+#include "tdist/device_state.h"
+
+/* Status codes used on the device (same values as tdist_status_t in tdist.h, which is host API). */
+#define TDISTI_NV_ERR_INVALID_PARAM (-1)
+#define TDISTI_NV_ERR_TIMEOUT (-7)
+
+/* The device state this module reads. Filled by the host (see the file comment). With -rdc,
+ * define TDIST_NV_STATE_EXTERN in every file but one. */
+#ifdef TDIST_NV_STATE_EXTERN
+extern "C" TDISTI_NV_DEV tdist_device_state_t *tdisti_device_state;
+#else
+extern "C" TDISTI_NV_DEV tdist_device_state_t *tdisti_device_state = 0;
+#endif
+
+#ifdef __NVCC__
+#include <stdio.h>
+#else
+extern "C" TDISTI_NV_DEV int printf(const char *, ...); /* clang lowers it to vprintf */
+#endif
+
+/* ======================================================================================
+ * Internal helpers (tdisti_nv_*): special registers, PTX memory operations, fault record.
+ * ====================================================================================== */
+
+#define TDISTI_NV_SREG(name, reg)                                  \
+  TDISTI_NV_FN uint32_t tdisti_nv_##name(void) {                     \
+    uint32_t v;                                                    \
+    asm volatile("mov.u32 %0, %%" reg ";" : "=r"(v));              \
+    return v;                                                      \
+  }
+TDISTI_NV_SREG(tid_x, "tid.x")
+TDISTI_NV_SREG(tid_y, "tid.y")
+TDISTI_NV_SREG(tid_z, "tid.z")
+TDISTI_NV_SREG(ntid_x, "ntid.x")
+TDISTI_NV_SREG(ntid_y, "ntid.y")
+TDISTI_NV_SREG(ntid_z, "ntid.z")
+TDISTI_NV_SREG(ctaid_x, "ctaid.x")
+TDISTI_NV_SREG(ctaid_y, "ctaid.y")
+TDISTI_NV_SREG(ctaid_z, "ctaid.z")
+TDISTI_NV_SREG(nctaid_x, "nctaid.x")
+TDISTI_NV_SREG(nctaid_y, "nctaid.y")
+TDISTI_NV_SREG(nctaid_z, "nctaid.z")
+TDISTI_NV_SREG(laneid, "laneid")
+#undef TDISTI_NV_SREG
+
+/* Linear thread index in the CTA and CTA size. */
+TDISTI_NV_FN uint32_t tdisti_nv_block_tid(void) {
+  return tdisti_nv_tid_x() + tdisti_nv_ntid_x() * (tdisti_nv_tid_y() + tdisti_nv_ntid_y() * tdisti_nv_tid_z());
+}
+TDISTI_NV_FN uint32_t tdisti_nv_block_size(void) {
+  return tdisti_nv_ntid_x() * tdisti_nv_ntid_y() * tdisti_nv_ntid_z();
+}
+TDISTI_NV_FN uint64_t tdisti_nv_num_ctas(void) {
+  return (uint64_t)tdisti_nv_nctaid_x() * tdisti_nv_nctaid_y() * tdisti_nv_nctaid_z();
+}
+TDISTI_NV_FN void tdisti_nv_syncthreads(void) { asm volatile("bar.sync 0;" ::: "memory"); }
+TDISTI_NV_FN void tdisti_nv_syncwarp(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+TDISTI_NV_FN uint64_t tdisti_nv_globaltimer(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+TDISTI_NV_FN void tdisti_nv_nanosleep(uint32_t ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
+TDISTI_NV_FN void tdisti_nv_trap(void) { asm volatile("trap;"); }
+
+/* ---- system-scope memory operations (addresses are global-space heap addresses) ---- */
+TDISTI_NV_FN uint64_t tdisti_nv_ld_acquire_u64(const void *p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+TDISTI_NV_FN uint32_t tdisti_nv_ld_acquire_u32(const void *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+TDISTI_NV_FN uint64_t tdisti_nv_ld_relaxed_u64(const void *p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+TDISTI_NV_FN uint32_t tdisti_nv_ld_relaxed_u32(const void *p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+TDISTI_NV_FN void tdisti_nv_st_release_u64(void *p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+TDISTI_NV_FN void tdisti_nv_st_release_u32(void *p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+TDISTI_NV_FN void tdisti_nv_st_relaxed_u64(void *p, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+TDISTI_NV_FN void tdisti_nv_red_add_release_u64(void *p, uint64_t v) {
+  asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+TDISTI_NV_FN void tdisti_nv_red_add_release_u32(void *p, uint32_t v) {
+  asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+TDISTI_NV_FN uint64_t tdisti_nv_atom_add_acq_rel_gpu_u64(void *p, uint64_t v) {
+  uint64_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
+TDISTI_NV_FN int32_t tdisti_nv_atom_cas_s32(void *p, int32_t cmp, int32_t v) {
+  int32_t old;
+  asm volatile("atom.relaxed.sys.global.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(cmp), "r"(v) : "memory");
+  return old;
+}
+TDISTI_NV_FN int32_t tdisti_nv_ld_volatile_s32(const void *p) {
+  int32_t v;
+  asm volatile("ld.volatile.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+TDISTI_NV_FN void tdisti_nv_fence_acq_rel_sys(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+TDISTI_NV_FN void tdisti_nv_fence_sc_sys(void) { asm volatile("fence.sc.sys;" ::: "memory"); }
+
+/* Width-generic release store / relaxed load of one element of 1, 2, 4 or 8 bytes (bit copies). */
+TDISTI_NV_FN void tdisti_nv_st_release_bits(void *p, uint64_t bits, unsigned size) {
+  switch (size) {
+    case 1: asm volatile("st.release.sys.global.b8 [%0], %1;" ::"l"(p), "r"((uint32_t)bits) : "memory"); break;
+    case 2: asm volatile("st.release.sys.global.b16 [%0], %1;" ::"l"(p), "h"((uint16_t)bits) : "memory"); break;
+    case 4: asm volatile("st.release.sys.global.b32 [%0], %1;" ::"l"(p), "r"((uint32_t)bits) : "memory"); break;
+    default: asm volatile("st.release.sys.global.b64 [%0], %1;" ::"l"(p), "l"(bits) : "memory"); break;
+  }
+}
+TDISTI_NV_FN uint64_t tdisti_nv_ld_relaxed_bits(const void *p, unsigned size) {
+  uint32_t r;
+  uint16_t h;
+  uint64_t l;
+  switch (size) {
+    case 1: asm volatile("ld.relaxed.sys.global.b8 %0, [%1];" : "=r"(r) : "l"(p) : "memory"); return r & 0xffu;
+    case 2: asm volatile("ld.relaxed.sys.global.b16 %0, [%1];" : "=h"(h) : "l"(p) : "memory"); return h;
+    case 4: asm volatile("ld.relaxed.sys.global.b32 %0, [%1];" : "=r"(r) : "l"(p) : "memory"); return r;
+    default: asm volatile("ld.relaxed.sys.global.b64 %0, [%1];" : "=l"(l) : "l"(p) : "memory"); return l;
+  }
+}
+
+TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state(void) { return tdisti_device_state; }
+TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int32_t cmp,
+                                  uint64_t expected, uint64_t seen);
+/* The state, trapping with a message when this module was never bound. */
+TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state_checked(void) {
+  tdist_device_state_t *st = tdisti_device_state;
+  if (st == 0) tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, -1, 0, -1, 0, 0);
+  return st;
+}
+
+/* Heap offset of a local symmetric address (for diagnostics); ~0 when outside the heap. */
+TDISTI_NV_FN uint64_t tdisti_nv_heap_offset(const tdist_device_state_t *st, const void *addr) {
+  uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)st->heap_base);
+  return off < st->heap_size ? off : ~(uint64_t)0;
+}
+
+/* Record the launch's sticky fault (first one wins), set the heap fault flag, and in debug mode
+ * print the diagnostic and trap. */
+TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int32_t cmp,
+                                  uint64_t expected, uint64_t seen) {
+  tdist_device_state_t *st = tdisti_nv_state();
+  if (st == 0) {
+    /* No state: the module was never bound. Nothing to record into; always trap. */
+    printf("tdist: device state not bound in this module (call tdist_cuda_bind_state or "
+           "tdist_cuda_register_module after tdist_init)\n");
+    tdisti_nv_trap();
+    return;
+  }
+  if (tdisti_nv_atom_cas_s32(&st->fault_code, 0, code) == 0) {
+    st->fault_pe = pe;
+    st->fault_offset = offset;
+    st->fault_expected = expected;
+    st->fault_seen = seen;
+    st->fault_cmp = cmp;
+    tdisti_nv_fence_sc_sys();
+    if (st->heap_base != 0)
+      tdisti_nv_st_release_u64((char *)st->heap_base + TDIST_SYNC_FAULT_OFF, 1);
+  }
+  if (st->debug) {
+    printf("tdist[pe %d]: device fault %d: PE %d heap offset %llu cmp %d expected %llu seen %llu "
+           "(block %u thread %u)\n",
+           st->my_pe, code, pe, (unsigned long long)offset, cmp, (unsigned long long)expected,
+           (unsigned long long)seen, tdisti_nv_ctaid_x(), tdisti_nv_block_tid());
+    tdisti_nv_trap();
+  }
+}
+
+TDISTI_NV_FN int tdisti_nv_faulted(const tdist_device_state_t *st) {
+  return tdisti_nv_ld_volatile_s32(&st->fault_code) != 0;
+}
+
+/* ---- predicates ---- */
+template <class T>
+TDISTI_NV_FN bool tdisti_nv_cmp(T seen, int cmp, T v) {
+  switch (cmp) {
+    case TDIST_CMP_EQ: return seen == v;
+    case TDIST_CMP_NE: return seen != v;
+    case TDIST_CMP_GT: return seen > v;
+    case TDIST_CMP_GE: return seen >= v;
+    case TDIST_CMP_LT: return seen < v;
+    case TDIST_CMP_LE: return seen <= v;
+    default: return false; /* an unknown predicate never holds: the wait faults */
+  }
+}
+
+template <class T>
+TDISTI_NV_FN T tdisti_nv_ld_acquire(const T *p) {
+  if (sizeof(T) == 8) {
+    uint64_t b = tdisti_nv_ld_acquire_u64(p);
+    T v;
+    __builtin_memcpy(&v, &b, sizeof v);
+    return v;
+  } else {
+    uint32_t b = tdisti_nv_ld_acquire_u32(p);
+    T v;
+    __builtin_memcpy(&v, &b, sizeof v);
+    return v;
+  }
+}
+
+/* Wait (acquire) until *addr <cmp> v on this PE. `pe` names the owner of `addr` for the
+ * diagnostic (this PE for signal waits). Returns the value seen. The fast path is a single
+ * ld.acquire; the timer and the sticky fault are only consulted once the first poll fails. */
+template <class T>
+TDISTI_NV_FN T tdisti_nv_wait(const T *addr, int cmp, T v) {
+  T seen = tdisti_nv_ld_acquire(addr);
+  if (tdisti_nv_cmp(seen, cmp, v)) return seen;
+  tdist_device_state_t *st = tdisti_nv_state();
+  if (st == 0 || cmp < TDIST_CMP_EQ || cmp > TDIST_CMP_LE) {
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, st ? st->my_pe : -1, 0, cmp, (uint64_t)v, (uint64_t)seen);
+    return seen;
+  }
+  const uint64_t timeout = st->wait_timeout_ns;
+  const uint64_t t0 = tdisti_nv_globaltimer();
+  for (uint32_t it = 1;; ++it) {
+    seen = tdisti_nv_ld_acquire(addr);
+    if (tdisti_nv_cmp(seen, cmp, v)) return seen;
+    if ((it & 63u) == 0) {
+      if (tdisti_nv_faulted(st)) return seen;
+      if (timeout != 0 && tdisti_nv_globaltimer() - t0 > timeout) {
+        tdisti_nv_fault(TDISTI_NV_ERR_TIMEOUT, st->my_pe, tdisti_nv_heap_offset(st, addr), cmp,
+                        (uint64_t)v, (uint64_t)seen);
+        return seen;
+      }
+    }
+  }
+}
+
+/* Wait until each of n slots (stride TDIST_SIGNAL_SLOT_BYTES, owned by this PE) equals v. The
+ * sweep uses relaxed loads so that all slots are in flight at once; one acquire fence ends it.
+ * first/step select a subset of the slots (thread-cooperative waits). */
+template <class T>
+TDISTI_NV_FN void tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_t first, int32_t step) {
+  const char *base = (const char *)slots;
+  tdist_device_state_t *st = 0;
+  uint64_t t0 = 0;
+  for (uint32_t it = 0;; ++it) {
+    int32_t bad = -1;
+    T seen = v;
+    for (int32_t i = first; i < n; i += step) {
+      const T *p = (const T *)(base + (size_t)i * TDIST_SIGNAL_SLOT_BYTES);
+      uint64_t b = tdisti_nv_ld_relaxed_bits(p, sizeof(T));
+      T x;
+      __builtin_memcpy(&x, &b, sizeof x);
+      if (x != v) {
+        bad = i;
+        seen = x;
+        break;
+      }
+    }
+    if (bad < 0) {
+      tdisti_nv_fence_acq_rel_sys();
+      return;
+    }
+    if (it == 0) {
+      st = tdisti_nv_state();
+      if (st == 0) {
+        tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, -1, 0, TDIST_CMP_EQ, (uint64_t)v, (uint64_t)seen);
+        return;
+      }
+      t0 = tdisti_nv_globaltimer();
+    } else if ((it & 63u) == 0) {
+      if (tdisti_nv_faulted(st)) return;
+      if (st->wait_timeout_ns != 0 && tdisti_nv_globaltimer() - t0 > st->wait_timeout_ns) {
+        tdisti_nv_fault(TDISTI_NV_ERR_TIMEOUT, st->my_pe,
+                        tdisti_nv_heap_offset(st, base + (size_t)bad * TDIST_SIGNAL_SLOT_BYTES),
+                        TDIST_CMP_EQ, (uint64_t)v, (uint64_t)seen);
+        return;
+      }
+    }
+  }
+}
+
+/* ---- address translation ---- */
+TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
+  tdist_device_state_t *st = tdisti_nv_state();
+  if (st == 0) {
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, 0, -1, 0, 0);
+    return 0;
+  }
+  uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)st->heap_base);
+  if (pe < 0 || pe >= st->n_pes || off >= st->heap_size) {
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, off, -1, (uint64_t)st->n_pes, (uint64_t)(uintptr_t)addr);
+    return 0;
+  }
+  char *base = (char *)st->p2p_heap_base[pe];
+  return base ? base + off : 0;
+}
+
+/* ---- bulk copy: lanes idx, idx+stride, ... of a cooperating group copy n bytes ----
+ * 16-byte vectors when dst and src share their alignment modulo 16 (head and tail bytewise),
+ * else 8-, 4-byte or byte elements. Four independent vectors per thread are in flight per
+ * iteration. Plain (weak) loads and stores: ordering comes from the fences / release ops. */
+struct __attribute__((aligned(16))) tdisti_nv_v16 {
+  uint32_t x, y, z, w;
+};
+/* Explicit 16-byte generic loads/stores: clang does not always merge the struct copy into one
+ * vector access, and the source of a put may be shared memory (generic addressing). */
+TDISTI_NV_FN tdisti_nv_v16 tdisti_nv_ld16(const tdisti_nv_v16 *p) {
+  tdisti_nv_v16 v;
+  asm volatile("ld.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+TDISTI_NV_FN void tdisti_nv_st16(tdisti_nv_v16 *p, tdisti_nv_v16 v) {
+  asm volatile("st.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+template <class V>
+TDISTI_NV_FN V tdisti_nv_ld(const V *p) { return *p; }
+template <class V>
+TDISTI_NV_FN void tdisti_nv_st(V *p, V v) { *p = v; }
+TDISTI_NV_FN tdisti_nv_v16 tdisti_nv_ld(const tdisti_nv_v16 *p) { return tdisti_nv_ld16(p); }
+TDISTI_NV_FN void tdisti_nv_st(tdisti_nv_v16 *p, tdisti_nv_v16 v) { tdisti_nv_st16(p, v); }
+
+template <class V>
+TDISTI_NV_FN void tdisti_nv_copy_elems(V *d, const V *s, size_t n, size_t idx, size_t stride) {
+  size_t i = idx;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    V a = tdisti_nv_ld(s + i), b = tdisti_nv_ld(s + i + stride);
+    V c = tdisti_nv_ld(s + i + 2 * stride), e = tdisti_nv_ld(s + i + 3 * stride);
+    tdisti_nv_st(d + i, a);
+    tdisti_nv_st(d + i + stride, b);
+    tdisti_nv_st(d + i + 2 * stride, c);
+    tdisti_nv_st(d + i + 3 * stride, e);
+  }
+  for (; i < n; i += stride) tdisti_nv_st(d + i, tdisti_nv_ld(s + i));
+}
+
+template <unsigned A, class V>
+TDISTI_NV_FN void tdisti_nv_copy_aligned(char *d, const char *s, size_t n, size_t idx, size_t stride) {
+  size_t head = (A - ((uintptr_t)d & (A - 1))) & (A - 1);
+  if (head > n) head = n;
+  for (size_t i = idx; i < head; i += stride) d[i] = s[i];
+  size_t nv = (n - head) / A;
+  tdisti_nv_copy_elems<V>((V *)(d + head), (const V *)(s + head), nv, idx, stride);
+  for (size_t i = head + nv * A + idx; i < n; i += stride) d[i] = s[i];
+}
+
+TDISTI_NV_FN void tdisti_nv_copy(void *dst, const void *src, size_t n, size_t idx, size_t stride) {
+  char *d = (char *)dst;
+  const char *s = (const char *)src;
+  uintptr_t mis = (uintptr_t)d ^ (uintptr_t)s;
+  if ((mis & 15) == 0)
+    tdisti_nv_copy_aligned<16, tdisti_nv_v16>(d, s, n, idx, stride);
+  else if ((mis & 7) == 0)
+    tdisti_nv_copy_aligned<8, uint64_t>(d, s, n, idx, stride);
+  else if ((mis & 3) == 0)
+    tdisti_nv_copy_aligned<4, uint32_t>(d, s, n, idx, stride);
+  else
+    tdisti_nv_copy_elems<char>(d, s, n, idx, stride);
+}
+
+/* Signal update on a translated address. */
+TDISTI_NV_FN void tdisti_nv_signal_at(uint64_t *p, uint64_t v, int op, int pe) {
+  if (op == TDIST_SIGNAL_SET)
+    tdisti_nv_st_release_u64(p, v);
+  else if (op == TDIST_SIGNAL_ADD)
+    tdisti_nv_red_add_release_u64(p, v);
+  else
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, 0, -1, (uint64_t)op, v);
+}
+
+template <class T>
+TDISTI_NV_FN void tdisti_nv_notify(T *slot, T v, int32_t pe, int32_t op) {
+  T *p = (T *)tdisti_nv_ptr(slot, pe);
+  if (p == 0) return;
+  if (sizeof(T) == 8) {
+    uint64_t b;
+    __builtin_memcpy(&b, &v, 8);
+    tdisti_nv_signal_at((uint64_t *)p, b, op, pe);
+  } else {
+    uint32_t b;
+    __builtin_memcpy(&b, &v, 4);
+    if (op == TDIST_SIGNAL_SET)
+      tdisti_nv_st_release_u32(p, b);
+    else if (op == TDIST_SIGNAL_ADD)
+      tdisti_nv_red_add_release_u32(p, b);
+    else
+      tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, 0, -1, (uint64_t)op, b);
+  }
+}
+
+/* ======================================================================================
+ * The device ABI (thread form).
+ * ====================================================================================== */
+
+TDISTI_NV_ABI int tdist_my_pe(void) { return tdisti_nv_state_checked()->my_pe; }
+TDISTI_NV_ABI int tdist_n_pes(void) { return tdisti_nv_state_checked()->n_pes; }
+TDISTI_NV_ABI void *tdist_ptr(const void *addr, int pe) { return tdisti_nv_ptr(addr, pe); }
+
+/* Typed p (release store: usable as a flag) and g (relaxed system-scope load). */
+#define TDISTI_NV_DEFINE_PG(name, T)                                          \
+  TDISTI_NV_ABI void tdist_##name##_p(T *dst, T value, int pe) {              \
+    T *p = (T *)tdisti_nv_ptr(dst, pe);                                       \
+    if (p == 0) return;                                                       \
+    uint64_t bits = 0;                                                        \
+    __builtin_memcpy(&bits, &value, sizeof(T));                               \
+    tdisti_nv_st_release_bits(p, bits, sizeof(T));                            \
+  }                                                                           \
+  TDISTI_NV_ABI T tdist_##name##_g(const T *src, int pe) {                    \
+    const T *p = (const T *)tdisti_nv_ptr(src, pe);                           \
+    T v;                                                                      \
+    if (p == 0) {                                                             \
+      __builtin_memset(&v, 0, sizeof v);                                      \
+      return v;                                                               \
+    }                                                                         \
+    uint64_t bits = tdisti_nv_ld_relaxed_bits(p, sizeof(T));                  \
+    __builtin_memcpy(&v, &bits, sizeof(T));                                   \
+    return v;                                                                 \
+  }
+TDIST_FOR_EACH_RMA_TYPE(TDISTI_NV_DEFINE_PG)
+#undef TDISTI_NV_DEFINE_PG
+
+TDISTI_NV_ABI void tdist_putmem(void *dst, const void *src, size_t nbytes, int pe) {
+  void *p = tdisti_nv_ptr(dst, pe);
+  if (p) tdisti_nv_copy(p, src, nbytes, 0, 1);
+}
+TDISTI_NV_ABI void tdist_getmem(void *dst, const void *src, size_t nbytes, int pe) {
+  const void *p = tdisti_nv_ptr(src, pe);
+  if (p) tdisti_nv_copy(dst, p, nbytes, 0, 1);
+}
+/* SM loads/stores are issued in order; nbi differs only in not implying completion before
+ * tdist_quiet (the stores may still be in flight to the peer). */
+TDISTI_NV_ABI void tdist_putmem_nbi(void *dst, const void *src, size_t nbytes, int pe) {
+  tdist_putmem(dst, src, nbytes, pe);
+}
+TDISTI_NV_ABI void tdist_getmem_nbi(void *dst, const void *src, size_t nbytes, int pe) {
+  tdist_getmem(dst, src, nbytes, pe);
+}
+
+TDISTI_NV_ABI void tdist_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {
+  uint64_t *p = (uint64_t *)tdisti_nv_ptr(sig_addr, pe);
+  if (p) tdisti_nv_signal_at(p, signal, sig_op, pe);
+}
+TDISTI_NV_ABI void tdist_putmem_signal(void *dst, const void *src, size_t nbytes, uint64_t *sig_addr,
+                                       uint64_t signal, int sig_op, int pe) {
+  tdist_putmem(dst, src, nbytes, pe);
+  /* The release below orders this thread's data stores before the signal. */
+  tdist_signal_op(sig_addr, signal, sig_op, pe);
+}
+TDISTI_NV_ABI void tdist_putmem_signal_nbi(void *dst, const void *src, size_t nbytes,
+                                           uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {
+  tdist_putmem_signal(dst, src, nbytes, sig_addr, signal, sig_op, pe);
+}
+
+TDISTI_NV_ABI uint64_t tdist_signal_fetch(const uint64_t *sig_addr) {
+  return tdisti_nv_ld_acquire_u64(sig_addr);
+}
+TDISTI_NV_ABI uint64_t tdist_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value) {
+  return tdisti_nv_wait<uint64_t>(sig_addr, cmp, cmp_value);
+}
+
+#define TDISTI_NV_DEFINE_WAIT_UNTIL(name, T)                              \
+  TDISTI_NV_ABI void tdist_##name##_wait_until(T *ivar, int cmp, T cmp_value) { \
+    (void)tdisti_nv_wait<T>(ivar, cmp, cmp_value);                        \
+  }
+TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_WAIT_UNTIL)
+#undef TDISTI_NV_DEFINE_WAIT_UNTIL
+
+#define TDISTI_NV_DEFINE_SLOT_OPS(name, T)                                                 \
+  TDISTI_NV_ABI int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                 \
+    tdisti_nv_wait_slots<T>(slots, n, value, 0, 1);                                        \
+    return 0;                                                                              \
+  }                                                                                        \
+  TDISTI_NV_ABI void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {  \
+    tdisti_nv_notify<T>(slot, value, pe, sig_op);                                          \
+  }
+TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_SLOT_OPS)
+#undef TDISTI_NV_DEFINE_SLOT_OPS
+
+/* consume_token: identity, but the asm makes the value depend on the token so that the compiler
+ * cannot move loads through the returned pointer above the wait that produced the token. */
+TDISTI_NV_ABI void *tdistx_consume_token_ptr(void *value, int32_t token) {
+  uint64_t v = (uint64_t)(uintptr_t)value;
+  asm volatile("" : "+l"(v) : "r"(token) : "memory");
+  return (void *)(uintptr_t)v;
+}
+TDISTI_NV_ABI int64_t tdistx_consume_token_int64(int64_t value, int32_t token) {
+  asm volatile("" : "+l"(value) : "r"(token) : "memory");
+  return value;
+}
+
+TDISTI_NV_ABI void tdist_fence(void) { tdisti_nv_fence_acq_rel_sys(); }
+TDISTI_NV_ABI void tdist_quiet(void) { tdisti_nv_fence_sc_sys(); }
+
+/* Device barrier (docs/CONTRACT.md section 3): collective over every CTA of the launch on every
+ * PE; every thread of every CTA calls it. All CTAs of the launch must be co-resident. The last
+ * CTA to arrive at TDIST_SYNC_GRID_ARRIVE_OFF resets the arrival count, publishes this PE's next
+ * epoch at TDIST_SYNC_DEVICE_BARRIER_OFF, pulls every peer's epoch (accepting epoch or epoch+1:
+ * a peer may already be in the next barrier), then bumps TDIST_SYNC_GRID_RELEASE_OFF. */
+TDISTI_NV_ABI void tdist_barrier_all(void) {
+  tdisti_nv_syncthreads();
+  if (tdisti_nv_block_tid() == 0) {
+    tdist_device_state_t *st = tdisti_nv_state_checked();
+    char *heap = (char *)st->heap_base;
+    uint64_t *arrive = (uint64_t *)(heap + TDIST_SYNC_GRID_ARRIVE_OFF);
+    uint64_t *release = (uint64_t *)(heap + TDIST_SYNC_GRID_RELEASE_OFF);
+    uint64_t *epoch_p = (uint64_t *)(heap + TDIST_SYNC_DEVICE_BARRIER_OFF);
+    const uint64_t gen = tdisti_nv_ld_acquire_u64(release);
+    const uint64_t nctas = tdisti_nv_num_ctas();
+    tdisti_nv_fence_sc_sys(); /* every earlier store of the CTA (bar.sync above) is released */
+    const uint64_t old = tdisti_nv_atom_add_acq_rel_gpu_u64(arrive, 1);
+    if (old == nctas - 1) {
+      tdisti_nv_st_relaxed_u64(arrive, 0);
+      const uint64_t e = tdisti_nv_ld_relaxed_u64(epoch_p) + 1;
+      tdisti_nv_st_release_u64(epoch_p, e);
+      const int n = st->n_pes, me = st->my_pe;
+      const uint64_t t0 = tdisti_nv_globaltimer();
+      for (uint32_t it = 0;; ++it) {
+        int bad = -1;
+        uint64_t seen = 0;
+        for (int pe = 0; pe < n; ++pe) {
+          if (pe == me) continue;
+          const uint64_t *q = (const uint64_t *)((char *)st->p2p_heap_base[pe] + TDIST_SYNC_DEVICE_BARRIER_OFF);
+          uint64_t v = tdisti_nv_ld_relaxed_u64(q);
+          if (v != e && v != e + 1) {
+            bad = pe;
+            seen = v;
+            break;
+          }
+        }
+        if (bad < 0) break;
+        if ((it & 63u) == 63u) {
+          if (tdisti_nv_faulted(st)) break;
+          if (st->wait_timeout_ns != 0 && tdisti_nv_globaltimer() - t0 > st->wait_timeout_ns) {
+            tdisti_nv_fault(TDISTI_NV_ERR_TIMEOUT, bad, TDIST_SYNC_DEVICE_BARRIER_OFF, TDIST_CMP_EQ, e, seen);
+            break;
+          }
+        }
+      }
+      tdisti_nv_fence_acq_rel_sys();
+      tdisti_nv_st_release_u64(release, gen + 1);
+    } else {
+      (void)tdisti_nv_wait<uint64_t>(release, TDIST_CMP_NE, gen);
+    }
+  }
+  tdisti_nv_syncthreads();
+}
+
+TDISTI_NV_ABI int32_t tdistx_program_id(int32_t axis) {
+  return (int32_t)(axis == 0 ? tdisti_nv_ctaid_x() : axis == 1 ? tdisti_nv_ctaid_y() : tdisti_nv_ctaid_z());
+}
+TDISTI_NV_ABI int32_t tdistx_num_programs(int32_t axis) {
+  return (int32_t)(axis == 0 ? tdisti_nv_nctaid_x() : axis == 1 ? tdisti_nv_nctaid_y() : tdisti_nv_nctaid_z());
+}
+
+/* ======================================================================================
+ * Warp and block forms (extensions). Every participating thread passes the same arguments.
+ * ====================================================================================== */
+
+#define TDISTI_NV_DEFINE_GROUP_RMA(scope, IDX, SIZE, SYNC)                                         \
+  TDISTI_NV_ABI void tdistx_putmem_##scope(void *dst, const void *src, size_t nbytes, int pe) {    \
+    void *p = tdisti_nv_ptr(dst, pe);                                                             \
+    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                             \
+    SYNC;                                                                                         \
+  }                                                                                               \
+  TDISTI_NV_ABI void tdistx_getmem_##scope(void *dst, const void *src, size_t nbytes, int pe) {    \
+    const void *p = tdisti_nv_ptr(src, pe);                                                       \
+    if (p) tdisti_nv_copy(dst, p, nbytes, IDX, SIZE);                                             \
+    SYNC;                                                                                         \
+  }                                                                                               \
+  TDISTI_NV_ABI void tdistx_putmem_nbi_##scope(void *dst, const void *src, size_t nbytes, int pe) { \
+    void *p = tdisti_nv_ptr(dst, pe);                                                             \
+    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                             \
+  }                                                                                               \
+  TDISTI_NV_ABI void tdistx_getmem_nbi_##scope(void *dst, const void *src, size_t nbytes, int pe) { \
+    const void *p = tdisti_nv_ptr(src, pe);                                                       \
+    if (p) tdisti_nv_copy(dst, p, nbytes, IDX, SIZE);                                             \
+  }                                                                                               \
+  /* data from all participants, then (after the group sync) one release signal */               \
+  TDISTI_NV_ABI void tdistx_putmem_signal_##scope(void *dst, const void *src, size_t nbytes,      \
+                                                  uint64_t *sig_addr, uint64_t signal, int sig_op, \
+                                                  int pe) {                                       \
+    void *p = tdisti_nv_ptr(dst, pe);                                                             \
+    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                             \
+    SYNC;                                                                                         \
+    if (IDX == 0) {                                                                               \
+      tdisti_nv_fence_sc_sys();                                                                   \
+      tdist_signal_op(sig_addr, signal, sig_op, pe);                                              \
+    }                                                                                             \
+    SYNC;                                                                                         \
+  }                                                                                               \
+  TDISTI_NV_ABI void tdistx_putmem_signal_nbi_##scope(void *dst, const void *src, size_t nbytes,  \
+                                                      uint64_t *sig_addr, uint64_t signal,        \
+                                                      int sig_op, int pe) {                       \
+    tdistx_putmem_signal_##scope(dst, src, nbytes, sig_addr, signal, sig_op, pe);                 \
+  }
+TDISTI_NV_DEFINE_GROUP_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp())
+TDISTI_NV_DEFINE_GROUP_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(), tdisti_nv_syncthreads())
+#undef TDISTI_NV_DEFINE_GROUP_RMA
+
+/* Block-cooperative dl.wait: threads 0..n-1 (strided) poll the slots, then the CTA syncs. */
+#define TDISTI_NV_DEFINE_WAIT_BLOCK(name, T)                                           \
+  TDISTI_NV_ABI int32_t tdistx_wait_##name##_block(T *slots, int32_t n, T value) {     \
+    tdisti_nv_wait_slots<T>(slots, n, value, (int32_t)tdisti_nv_block_tid(),           \
+                            (int32_t)tdisti_nv_block_size());                          \
+    tdisti_nv_syncthreads();                                                           \
+    return 0;                                                                          \
+  }
+TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_WAIT_BLOCK)
+#undef TDISTI_NV_DEFINE_WAIT_BLOCK
+
+/* ======================================================================================
+ * Triton-facing twins: pointers as int64, program-collective (see the file comment).
+ * ====================================================================================== */
+#define TDISTI_NV_P(x) ((void *)(uintptr_t)(x))
+#define TDISTI_NV_I(p) ((int64_t)(uintptr_t)(p))
+
+TDISTI_NV_ABI int64_t tdist_ptr_i64(int64_t addr, int32_t pe) {
+  return TDISTI_NV_I(tdisti_nv_ptr(TDISTI_NV_P(addr), pe));
+}
+
+#define TDISTI_NV_DEFINE_PG_I64(name, T)                                         \
+  TDISTI_NV_ABI void tdist_##name##_p_i64(int64_t dst, T value, int32_t pe) {    \
+    tdisti_nv_syncthreads();                                                     \
+    if (tdisti_nv_block_tid() == 0) tdist_##name##_p((T *)TDISTI_NV_P(dst), value, pe); \
+    tdisti_nv_syncthreads();                                                     \
+  }                                                                              \
+  TDISTI_NV_ABI T tdist_##name##_g_i64(int64_t src, int32_t pe) {                \
+    return tdist_##name##_g((const T *)TDISTI_NV_P(src), pe);                    \
+  }
+TDIST_FOR_EACH_RMA_TYPE(TDISTI_NV_DEFINE_PG_I64)
+#undef TDISTI_NV_DEFINE_PG_I64
+
+TDISTI_NV_ABI void tdist_putmem_i64(int64_t dst, int64_t src, size_t nbytes, int32_t pe) {
+  tdistx_putmem_block(TDISTI_NV_P(dst), TDISTI_NV_P(src), nbytes, pe);
+}
+TDISTI_NV_ABI void tdist_getmem_i64(int64_t dst, int64_t src, size_t nbytes, int32_t pe) {
+  tdistx_getmem_block(TDISTI_NV_P(dst), TDISTI_NV_P(src), nbytes, pe);
+}
+TDISTI_NV_ABI void tdist_putmem_nbi_i64(int64_t dst, int64_t src, size_t nbytes, int32_t pe) {
+  tdistx_putmem_nbi_block(TDISTI_NV_P(dst), TDISTI_NV_P(src), nbytes, pe);
+}
+TDISTI_NV_ABI void tdist_getmem_nbi_i64(int64_t dst, int64_t src, size_t nbytes, int32_t pe) {
+  tdistx_getmem_nbi_block(TDISTI_NV_P(dst), TDISTI_NV_P(src), nbytes, pe);
+}
+TDISTI_NV_ABI void tdist_putmem_signal_i64(int64_t dst, int64_t src, size_t nbytes, int64_t sig_addr,
+                                           uint64_t signal, int32_t sig_op, int32_t pe) {
+  tdistx_putmem_signal_block(TDISTI_NV_P(dst), TDISTI_NV_P(src), nbytes,
+                             (uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);
+}
+TDISTI_NV_ABI void tdist_putmem_signal_nbi_i64(int64_t dst, int64_t src, size_t nbytes,
+                                               int64_t sig_addr, uint64_t signal, int32_t sig_op,
+                                               int32_t pe) {
+  tdist_putmem_signal_i64(dst, src, nbytes, sig_addr, signal, sig_op, pe);
+}
+TDISTI_NV_ABI void tdist_signal_op_i64(int64_t sig_addr, uint64_t signal, int32_t sig_op, int32_t pe) {
+  tdisti_nv_syncthreads();
+  if (tdisti_nv_block_tid() == 0) {
+    tdisti_nv_fence_sc_sys();
+    tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);
+  }
+  tdisti_nv_syncthreads();
+}
+TDISTI_NV_ABI uint64_t tdist_signal_fetch_i64(int64_t sig_addr) {
+  return tdist_signal_fetch((const uint64_t *)TDISTI_NV_P(sig_addr));
+}
+TDISTI_NV_ABI uint64_t tdist_signal_wait_until_i64(int64_t sig_addr, int32_t cmp, uint64_t cmp_value) {
+  return tdist_signal_wait_until((uint64_t *)TDISTI_NV_P(sig_addr), cmp, cmp_value);
+}
+
+#define TDISTI_NV_DEFINE_SIGNAL_I64(name, T)                                                    \
+  TDISTI_NV_ABI void tdist_##name##_wait_until_i64(int64_t ivar, int32_t cmp, T cmp_value) {    \
+    tdist_##name##_wait_until((T *)TDISTI_NV_P(ivar), cmp, cmp_value);                          \
+  }                                                                                             \
+  TDISTI_NV_ABI int32_t tdistx_wait_##name##_i64(int64_t slots, int32_t n, T value) {           \
+    return tdistx_wait_##name##_block((T *)TDISTI_NV_P(slots), n, value);                       \
+  }                                                                                             \
+  TDISTI_NV_ABI void tdistx_notify_##name##_i64(int64_t slot, T value, int32_t pe, int32_t sig_op) { \
+    tdisti_nv_syncthreads();                                                                    \
+    if (tdisti_nv_block_tid() == 0) {                                                           \
+      tdisti_nv_fence_sc_sys();                                                                 \
+      tdistx_notify_##name((T *)TDISTI_NV_P(slot), value, pe, sig_op);                          \
+    }                                                                                           \
+    tdisti_nv_syncthreads();                                                                    \
+  }
+TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_SIGNAL_I64)
+#undef TDISTI_NV_DEFINE_SIGNAL_I64
+
+TDISTI_NV_ABI int64_t tdistx_consume_token_ptr_i64(int64_t value, int32_t token) {
+  return tdistx_consume_token_int64(value, token);
+}
+
+#undef TDISTI_NV_P
+#undef TDISTI_NV_I
+
+/* ======================================================================================
+ * Host side (nvcc / clang CUDA with the runtime API): bind this module's state pointer.
+ * ====================================================================================== */
+#if !defined(TDIST_NV_BITCODE) && (defined(__NVCC__) || defined(__CUDA_RUNTIME_H__))
+#include "tdist/NVIDIA/host.h"
+/** Copy the device-state pointer of the initialised tdist into this module's
+ *  `tdisti_device_state` (each .cu file is its own module without -rdc: call it once per file,
+ *  after tdist_init, before the first launch that uses the API). Returns a tdist_status_t. */
+static inline int tdist_cuda_bind_state(void) {
+  void *p = tdist_cuda_device_state();
+  if (p == 0) return -5; /* TDIST_ERR_NOT_INITED */
+  if (cudaSetDevice(tdist_cuda_device()) != cudaSuccess) return -3;
+  if (cudaMemcpyToSymbol(tdisti_device_state, &p, sizeof p) != cudaSuccess) return -3;
+  return 0;
+}
+#endif
+
+#endif /* TDIST_NVIDIA_DEVICE_CUH */

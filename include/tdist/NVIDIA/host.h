@@ -1,0 +1,59 @@
+/*
+ * tdist NVIDIA host API: what a CUDA program adds to tdist.h. Implemented in runtime/NVIDIA
+ * (part of libtdist when built with TDIST_ENABLE_CUDA). The CUDA driver is loaded at run time
+ * (dlopen of libcuda.so.1), so libtdist starts on machines without a driver; every call here then
+ * fails with TDIST_ERR_NOT_SUPPORTED.
+ *
+ * Types are opaque (void *) so this header needs no CUDA header: `cu_module` is a CUmodule,
+ * `stream` a CUstream / cudaStream_t (NULL = the legacy default stream).
+ * Errors follow tdist.h: a negative tdist_status_t, details in tdist_last_error_message().
+ */
+#ifndef TDIST_NVIDIA_HOST_H
+#define TDIST_NVIDIA_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdist/macros.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Device pointer to this PE's tdist_device_state_t in GPU memory (the value every module's
+ *  `tdisti_device_state` global must hold), or NULL when the CUDA backend is not initialised. */
+TDIST_EXPORT void *tdist_cuda_device_state(void);
+
+/** CUDA device ordinal this PE's heap lives on, or -1 when the CUDA backend is not initialised. */
+TDIST_EXPORT int tdist_cuda_device(void);
+
+/** Register a loaded module (CUmodule) that links the device library: its `tdisti_device_state`
+ *  global is patched now if tdist is initialised, and again whenever the state moves. This is
+ *  what Triton's kernel_load_end_hook calls (the seed's GPU "patching"). A module without the
+ *  global is accepted and ignored (returns TDIST_SUCCESS, nothing to patch). Call
+ *  tdist_cuda_unregister_module before unloading the module. */
+TDIST_EXPORT int tdist_cuda_register_module(void *cu_module);
+TDIST_EXPORT int tdist_cuda_unregister_module(void *cu_module);
+
+/** Synchronise `stream` and report the sticky device fault of the launches on it: returns
+ *  TDIST_SUCCESS, or the recorded code (e.g. TDIST_ERR_TIMEOUT) with a message naming the PE,
+ *  heap offset, predicate, expected and seen values; the record is then cleared. */
+TDIST_EXPORT int tdist_cuda_check_fault(void *stream);
+
+/** Enqueue a barrier over all PEs on `stream` (one small kernel running tdist_barrier_all):
+ *  work enqueued after it on any PE's stream starts after every PE's earlier work on its stream. */
+TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream);
+
+/** SDMA engine: host-initiated copy-engine transfer to / from PE `pe` on `stream`.
+ *  put: `dst` is a symmetric address (translated to `pe`), `src` any device memory;
+ *  get: `src` symmetric on `pe`, `dst` any device memory. Asynchronous on `stream`. */
+TDIST_EXPORT int tdist_cuda_putmem_on_stream(void *dst, const void *src, size_t nbytes, int pe,
+                                             void *stream);
+TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t nbytes, int pe,
+                                             void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TDIST_NVIDIA_HOST_H */
