@@ -1,0 +1,274 @@
+"""``import shmem as ash``: the seed's host package (seed 000 section 5), over tdist.
+
+    ash.set_conf_store_tls(False, "")
+    attr = ash.InitAttr(); attr.my_rank = rank; attr.n_ranks = world; attr.local_mem_size = 1 << 30
+    attr.ip_port = "tcp://127.0.0.1:8666"; attr.option_attr.data_op_engine_type = ash.OpEngineType.MTE
+    ash.aclshmem_init(attr)
+    t = ash.aclshmem_create_tensor([1024], dtype=torch.float16, device_id=rank)
+    ...
+    ash.aclshmem_free_tensor(t); ash.aclshmem_finalize()
+
+Failures raise ``tdist.TdistError`` subclasses (the aclshmem codes are the ``code`` attribute).
+On the CUDA backend tensors are torch CUDA tensors on the heap; on CPU ranks they are numpy arrays.
+malloc / free / create_tensor / free_tensor are collective: same sizes, same order, every PE.
+"""
+import enum
+import math
+import re
+
+import tdist
+from tdist import errors
+
+SUCCESS, INVALID_PARAM, INVALID_VALUE, SMEM_ERROR, INNER_ERROR = 0, -1, -2, -3, -4
+NOT_INITED, BOOTSTRAP_ERROR, TIMEOUT_ERROR, MALLOC_FAILED, NOT_SUPPORTED = -5, -6, -7, -8, -100
+
+
+class OpEngineType(enum.IntFlag):
+    MTE = 0x01
+    SDMA = 0x02
+    ROCE = 0x04
+    UDMA = 0x08
+
+
+class OptionAttr:
+    """Options beyond the seed's: backend ("auto" / "cpu" / "cuda"), device_id (-1: LOCAL_RANK),
+    timeouts (seconds for bootstrap and control plane, milliseconds for device waits; 0 = forever)."""
+
+    def __init__(self):
+        d = tdist.init_attr_default()
+        self.data_op_engine_type = OpEngineType(d["engine"])
+        self.backend = "auto"
+        self.device_id = d["device_id"]
+        self.shm_init_timeout = d["shm_init_timeout_s"]
+        self.control_timeout = d["control_timeout_s"]
+        self.wait_timeout_ms = d["wait_timeout_ms"]
+
+
+class InitAttr:
+
+    def __init__(self):
+        d = tdist.init_attr_default()
+        self.my_rank = d["rank"]
+        self.n_ranks = d["n_ranks"]
+        self.local_mem_size = d["local_mem_size"]
+        self.ip_port = ""
+        self.option_attr = OptionAttr()
+
+    def validate(self):
+        def bad(msg):
+            raise errors.InvalidParam(f"InitAttr: {msg}", INVALID_PARAM)
+        if not isinstance(self.n_ranks, int) or self.n_ranks < 1:
+            bad(f"n_ranks={self.n_ranks!r} must be an int >= 1")
+        if not isinstance(self.my_rank, int) or not 0 <= self.my_rank < self.n_ranks:
+            bad(f"my_rank={self.my_rank!r} must be in [0, n_ranks={self.n_ranks})")
+        if not isinstance(self.local_mem_size, int) or self.local_mem_size <= 0:
+            bad(f"local_mem_size={self.local_mem_size!r} must be a positive int (bytes)")
+        m = re.fullmatch(r"tcp://([^:\[\]]+):(\d+)|tcp6://\[([^\]]+)\]:(\d+)", str(self.ip_port))
+        if not m:
+            bad(f"ip_port={self.ip_port!r} must be 'tcp://host:port' or 'tcp6://[host]:port'")
+        port = int(m.group(2) or m.group(4))
+        if not 1024 < port < 65536:
+            bad(f"ip_port={self.ip_port!r}: port must be in (1024, 65536)")
+        engine = int(self.option_attr.data_op_engine_type)
+        if engine == 0 or engine & ~0xF:
+            bad(f"option_attr.data_op_engine_type={engine:#x} must combine MTE, SDMA, ROCE, UDMA")
+        if self.option_attr.backend not in _BACKENDS:
+            bad(f"option_attr.backend={self.option_attr.backend!r} must be one of {sorted(_BACKENDS)}")
+
+
+_BACKENDS = {"auto": tdist.BACKEND_AUTO, "cpu": tdist.BACKEND_CPU, "cuda": tdist.BACKEND_CUDA}
+_tls_disabled = False
+_live = {}  # heap address -> nbytes of tensors from aclshmem_create_tensor
+
+
+def set_conf_store_tls(enable, tls_info=""):
+    """tdist's bootstrap store speaks plain TCP; TLS must be turned off explicitly (the seed's step 1)."""
+    global _tls_disabled
+    if enable:
+        raise errors.NotSupported("set_conf_store_tls(True): the tdist bootstrap store has no TLS; "
+                                  "call set_conf_store_tls(False, '') and keep the store on a trusted network",
+                                  NOT_SUPPORTED)
+    _tls_disabled = True
+    return SUCCESS
+
+
+def aclshmem_init(attr):
+    if not _tls_disabled:
+        raise errors.NotSupported("aclshmem_init: TLS is on by default and tdist has no TLS; call "
+                                  "set_conf_store_tls(False, '') first", NOT_SUPPORTED)
+    attr.validate()
+    o = attr.option_attr
+    tdist.init(attr.my_rank, attr.n_ranks, attr.ip_port, local_mem_size=attr.local_mem_size,
+               engine=int(o.data_op_engine_type), backend=_BACKENDS[o.backend], device_id=o.device_id,
+               shm_init_timeout_s=o.shm_init_timeout, control_timeout_s=o.control_timeout,
+               wait_timeout_ms=o.wait_timeout_ms)
+    _after_init()
+    return SUCCESS
+
+
+def init_from_env(local_mem_size=None, **options):
+    """torchrun / tdist-run style init (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)."""
+    tdist.init_from_env(local_mem_size=local_mem_size, **options)
+    _after_init()
+    return SUCCESS
+
+
+def _after_init():
+    if on_cuda():
+        from triton_dist import hook
+        hook.install()
+
+
+def aclshmem_finalize():
+    if _live:
+        leaked = len(_live)
+        _live.clear()
+        import sys
+        print(f"tdist[pe {tdist.my_pe()}]: aclshmem_finalize: {leaked} tensor(s) from aclshmem_create_tensor were "
+              "not freed", file=sys.stderr)
+    tdist.finalize()
+    return SUCCESS
+
+
+def on_cuda():
+    return tdist.initialized() and tdist.cuda_device() >= 0
+
+
+aclshmem_my_pe = my_pe = lambda: tdist.my_pe()  # noqa: E731
+aclshmem_n_pes = n_pes = lambda: tdist.n_pes()  # noqa: E731
+
+
+def aclshmem_malloc(size):
+    return tdist.malloc(size)
+
+
+def aclshmem_calloc(count, size):
+    return tdist.calloc(count, size)
+
+
+def aclshmem_free(ptr):
+    tdist.free(ptr)
+
+
+def aclshmem_ptr(ptr, pe):
+    return tdist.ptr(ptr, pe)
+
+
+def barrier_all():
+    """Host barrier over all PEs (orders the host's view: use after a stream synchronize)."""
+    tdist.host_barrier_all()
+
+
+def barrier_all_on_stream(stream=None):
+    """Barrier over all PEs enqueued on a CUDA stream (default: torch's current stream)."""
+    if stream is None:
+        import torch
+        stream = torch.cuda.current_stream()
+    handle = getattr(stream, "cuda_stream", stream)
+    tdist.cuda_barrier_all_on_stream(int(handle))
+
+
+aclshmem_barrier_all = barrier_all
+aclshmemx_barrier_all_on_stream = barrier_all_on_stream
+
+
+# ---- tensors on the heap ----
+
+def _torch():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def _numpy_dtype(dtype):
+    import numpy as np
+    torch = _torch()
+    if torch is not None and isinstance(dtype, torch.dtype):
+        try:
+            return torch.empty((), dtype=dtype).numpy().dtype
+        except TypeError as e:
+            raise errors.InvalidParam(f"create_tensor: {dtype} has no numpy equivalent for CPU ranks ({e})",
+                                      INVALID_PARAM) from None
+    return np.dtype(dtype)
+
+
+class _CudaBytes:
+    """Exposes [ptr, ptr + nbytes) of device memory through __cuda_array_interface__ (uint8)."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
+                                         "version": 3, "strides": None, "stream": None}
+
+
+def aclshmem_create_tensor(shape, dtype, device_id=None):
+    """A tensor of ``shape``/``dtype`` on the symmetric heap (collective; same shape and dtype on every
+    PE -- a mismatch fails on every PE with CollectiveMismatch). torch CUDA tensor on the CUDA
+    backend (``device_id`` must be this PE's device), numpy array on CPU ranks. Contents undefined."""
+    shape = tuple(int(s) for s in ([shape] if isinstance(shape, int) else shape))
+    if any(s < 0 for s in shape):
+        raise errors.InvalidParam(f"create_tensor: negative dimension in shape {shape}", INVALID_PARAM)
+    numel = math.prod(shape)
+    if on_cuda():
+        torch = _torch()
+        dev = tdist.cuda_device()
+        if device_id is not None and int(device_id) != dev:
+            raise errors.InvalidParam(f"create_tensor: device_id={device_id} but this PE's heap is on cuda:{dev}",
+                                      INVALID_PARAM)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        nbytes = max(numel * itemsize, 1)
+        ptr = tdist.malloc(nbytes)
+        with torch.cuda.device(dev):
+            raw = torch.as_tensor(_CudaBytes(ptr, nbytes), device=f"cuda:{dev}")
+        t = raw[:numel * itemsize].view(dtype).view(shape)
+    else:
+        import numpy as np
+        if not tdist.initialized():
+            tdist.malloc(1)  # raises NotInitialized with the runtime's message
+        nd = _numpy_dtype(dtype)
+        nbytes = max(numel * nd.itemsize, 1)
+        ptr = tdist.malloc(nbytes)
+        import ctypes
+        buf = (ctypes.c_uint8 * nbytes).from_address(ptr)
+        t = np.frombuffer(buf, dtype=np.uint8, count=numel * nd.itemsize).view(nd).reshape(shape)
+    _live[ptr] = nbytes
+    return t
+
+
+def data_ptr(t):
+    if hasattr(t, "data_ptr"):
+        return t.data_ptr()
+    return t.__array_interface__["data"][0]
+
+
+def aclshmem_free_tensor(t):
+    """Free a tensor made by aclshmem_create_tensor (collective). Views of it must not be used after."""
+    p = data_ptr(t)
+    if p not in _live:
+        raise errors.InvalidParam(f"free_tensor: address {p:#x} is not the start of a tensor from "
+                                  "aclshmem_create_tensor (already freed, or a view)", INVALID_PARAM)
+    tdist.free(p)
+    del _live[p]
+
+
+def check_symmetric(*tensors):
+    """Raise InvalidParam unless every tensor lies entirely in this PE's symmetric heap (call before
+    launching a kernel that passes them to dl.symm_at / dl.notify / libshmem_device)."""
+    for i, t in enumerate(tensors):
+        p = data_ptr(t)
+        n = t.numel() * t.element_size() if hasattr(t, "element_size") else t.nbytes
+        if not tdist.in_heap(p, max(n, 1)):
+            raise errors.InvalidParam(f"check_symmetric: argument {i} ({p:#x}, {n} bytes) is not on the symmetric "
+                                      f"heap [{tdist.heap_base():#x}, +{tdist.heap_size()}); allocate it with "
+                                      "aclshmem_create_tensor", INVALID_PARAM)
+
+
+# Pythonic aliases
+init = aclshmem_init
+finalize = aclshmem_finalize
+malloc = aclshmem_malloc
+free = aclshmem_free
+ptr = aclshmem_ptr
+create_tensor = aclshmem_create_tensor
+free_tensor = aclshmem_free_tensor

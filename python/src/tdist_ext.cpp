@@ -1,0 +1,358 @@
+// tdist._C: nanobind bindings over the C API (include/tdist/tdist.h).
+//
+// Addresses cross the boundary as Python ints. Every failing call raises the tdist.TdistError
+// subclass of its status (docs/CONTRACT.md section 2): the Python package registers a factory
+// (code, message) -> exception at import, so the hierarchy is defined once, in Python.
+// The NVIDIA host API (include/tdist/NVIDIA/host.h) is looked up with dlsym at run time, so this
+// module builds and loads whether or not libtdist was built with the NVIDIA backend.
+#include <dlfcn.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/stl/tuple.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tdist/tdist.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+nb::object g_error_factory;
+
+[[noreturn]] void raise_status(int status, const std::string &what) {
+  std::string msg = tdist_last_error_message();
+  if (msg.empty()) msg = what + ": " + tdist_status_name(status);
+  if (!g_error_factory.is_valid()) throw std::runtime_error(msg);
+  nb::object exc = g_error_factory(status, msg);
+  PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
+  throw nb::python_error();
+}
+
+void check(int status, const char *what) {
+  if (status < 0) raise_status(status, what);
+}
+
+uintptr_t check_ptr(void *p, const char *what) {
+  if (p == nullptr) {
+    int st = tdist_last_error();
+    raise_status(st < 0 ? st : TDIST_ERR_INNER, what);
+  }
+  return reinterpret_cast<uintptr_t>(p);
+}
+
+// libtdist is a dependency of this RTLD_LOCAL-loaded module, so its symbols are not global:
+// look them up through a handle on libtdist itself, found from the address of tdist_init.
+void *libtdist_handle() {
+  static void *handle = [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void *>(&tdist_init), &info) == 0 || info.dli_fname == nullptr) return (void *)nullptr;
+    return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  }();
+  return handle;
+}
+
+template <class Fn>
+Fn cuda_sym(const char *name) {
+  void *h = libtdist_handle();
+  return h ? reinterpret_cast<Fn>(dlsym(h, name)) : nullptr;
+}
+
+template <class Fn>
+Fn require_cuda_sym(const char *name) {
+  Fn f = cuda_sym<Fn>(name);
+  if (f == nullptr) {
+    tdist_clear_error();
+    raise_status(TDIST_ERR_NOT_SUPPORTED,
+                 std::string(name) + ": this libtdist was built without the NVIDIA backend");
+  }
+  return f;
+}
+
+tdist_init_attr_t make_attr(int rank, int n_ranks, uint64_t local_mem_size, const std::string &ip_port,
+                            uint32_t engine, int backend, int device_id, uint32_t shm_init_timeout_s,
+                            uint32_t control_timeout_s, uint64_t wait_timeout_ms) {
+  tdist_init_attr_t a;
+  check(tdist_init_attr_default(&a), "tdist_init_attr_default");
+  a.my_rank = rank;
+  a.n_ranks = n_ranks;
+  a.local_mem_size = local_mem_size;
+  if (ip_port.size() >= TDIST_IP_PORT_MAX) {
+    tdist_clear_error();
+    raise_status(TDIST_ERR_INVALID_PARAM, "ip_port '" + ip_port + "' is longer than " +
+                                              std::to_string(TDIST_IP_PORT_MAX - 1) + " characters");
+  }
+  std::memset(a.ip_port, 0, sizeof(a.ip_port));
+  std::memcpy(a.ip_port, ip_port.data(), ip_port.size());
+  a.option_attr.data_op_engine_type = engine;
+  a.option_attr.backend = backend;
+  a.option_attr.device_id = device_id;
+  a.option_attr.shm_init_timeout_s = shm_init_timeout_s;
+  a.option_attr.control_timeout_s = control_timeout_s;
+  a.option_attr.wait_timeout_ms = wait_timeout_ms;
+  return a;
+}
+
+const tdist_device_state_t &state() {
+  const tdist_device_state_t *s = tdist_host_device_state();
+  if (s == nullptr) {
+    int st = tdist_last_error();
+    raise_status(st < 0 ? st : TDIST_ERR_NOT_INITED, "tdist_host_device_state");
+  }
+  return *s;
+}
+
+#define TDIST_ATTR_ARGS                                                                            \
+  nb::arg("rank"), nb::arg("n_ranks"), nb::arg("local_mem_size"), nb::arg("ip_port"),            \
+      nb::arg("engine"), nb::arg("backend"), nb::arg("device_id"), nb::arg("shm_init_timeout_s"), \
+      nb::arg("control_timeout_s"), nb::arg("wait_timeout_ms")
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "tdist C API bindings (see include/tdist/tdist.h)";
+
+  m.def("_set_error_factory", [](nb::object f) { g_error_factory = f; });
+  m.def("status_name", [](int s) { return std::string(tdist_status_name(s)); });
+  m.def("last_error", &tdist_last_error);
+  m.def("last_error_message", [] { return std::string(tdist_last_error_message()); });
+
+  m.def("init_attr_default", [] {
+    tdist_init_attr_t a;
+    check(tdist_init_attr_default(&a), "tdist_init_attr_default");
+    nb::dict d;
+    d["rank"] = a.my_rank;
+    d["n_ranks"] = a.n_ranks;
+    d["local_mem_size"] = a.local_mem_size;
+    d["ip_port"] = std::string(a.ip_port);
+    d["engine"] = a.option_attr.data_op_engine_type;
+    d["backend"] = a.option_attr.backend;
+    d["device_id"] = a.option_attr.device_id;
+    d["shm_init_timeout_s"] = a.option_attr.shm_init_timeout_s;
+    d["control_timeout_s"] = a.option_attr.control_timeout_s;
+    d["wait_timeout_ms"] = a.option_attr.wait_timeout_ms;
+    return d;
+  });
+  m.def(
+      "init",
+      [](int rank, int n, uint64_t size, const std::string &ip, uint32_t engine, int backend, int dev,
+         uint32_t t0, uint32_t t1, uint64_t t2) {
+        tdist_init_attr_t a = make_attr(rank, n, size, ip, engine, backend, dev, t0, t1, t2);
+        int st;
+        {
+          nb::gil_scoped_release nogil;  // rendezvous blocks; let other Python threads run
+          st = tdist_init(&a);
+        }
+        check(st, "tdist_init");
+      },
+      TDIST_ATTR_ARGS);
+  m.def(
+      "init_from_env",
+      [](int rank, int n, uint64_t size, const std::string &ip, uint32_t engine, int backend, int dev,
+         uint32_t t0, uint32_t t1, uint64_t t2) {
+        tdist_init_attr_t a = make_attr(rank, n, size, ip, engine, backend, dev, t0, t1, t2);
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_init_from_env(&a);
+        }
+        check(st, "tdist_init_from_env");
+      },
+      TDIST_ATTR_ARGS);
+  m.def("get_uniqueid", [] {
+    tdist_uniqueid_t uid;
+    check(tdist_get_uniqueid(&uid), "tdist_get_uniqueid");
+    return nb::bytes(uid.bytes, sizeof(uid.bytes));
+  });
+  m.def(
+      "init_with_uniqueid",
+      [](nb::bytes uid_bytes, int rank, int n, uint64_t size, uint32_t engine, int backend, int dev,
+         uint32_t t0, uint32_t t1, uint64_t t2) {
+        tdist_uniqueid_t uid;
+        if (uid_bytes.size() != sizeof(uid.bytes)) {
+          tdist_clear_error();
+          raise_status(TDIST_ERR_INVALID_PARAM, "unique id must be " + std::to_string(sizeof(uid.bytes)) +
+                                                    " bytes, got " + std::to_string(uid_bytes.size()));
+        }
+        std::memcpy(uid.bytes, uid_bytes.c_str(), sizeof(uid.bytes));
+        tdist_init_attr_t a = make_attr(rank, n, size, "", engine, backend, dev, t0, t1, t2);
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_init_with_uniqueid(&uid, rank, n, &a);
+        }
+        check(st, "tdist_init_with_uniqueid");
+      },
+      nb::arg("uid"), nb::arg("rank"), nb::arg("n_ranks"), nb::arg("local_mem_size"), nb::arg("engine"),
+      nb::arg("backend"), nb::arg("device_id"), nb::arg("shm_init_timeout_s"), nb::arg("control_timeout_s"),
+      nb::arg("wait_timeout_ms"));
+  m.def("finalize", [] {
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = tdist_finalize();
+    }
+    check(st, "tdist_finalize");
+  });
+  m.def("initialized", [] { return tdist_initialized() != 0; });
+
+  // ---- heap (collective) ----
+  m.def("malloc", [](size_t n) {
+    void *p;
+    {
+      nb::gil_scoped_release nogil;
+      p = tdist_malloc(n);
+    }
+    return check_ptr(p, "tdist_malloc");
+  });
+  m.def("calloc", [](size_t c, size_t n) {
+    void *p;
+    {
+      nb::gil_scoped_release nogil;
+      p = tdist_calloc(c, n);
+    }
+    return check_ptr(p, "tdist_calloc");
+  });
+  m.def("align", [](size_t a, size_t n) {
+    void *p;
+    {
+      nb::gil_scoped_release nogil;
+      p = tdist_align(a, n);
+    }
+    return check_ptr(p, "tdist_align");
+  });
+  m.def("free", [](uintptr_t p) {
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = tdist_free(reinterpret_cast<void *>(p));
+    }
+    check(st, "tdist_free");
+  });
+  m.def("heap_offset", [](uintptr_t p) {
+    int64_t off = tdist_heap_offset(reinterpret_cast<void *>(p));
+    if (off < 0) raise_status(tdist_last_error() < 0 ? tdist_last_error() : TDIST_ERR_INVALID_PARAM,
+                              "tdist_heap_offset");
+    return off;
+  });
+  m.def("heap_free_bytes", [] { return tdist_heap_free_bytes(); });
+
+  // ---- device state (host copy) ----
+  m.def("my_pe", [] { return state().my_pe; });
+  m.def("n_pes", [] { return state().n_pes; });
+  m.def("heap_base", [] { return reinterpret_cast<uintptr_t>(state().heap_base); });
+  m.def("heap_size", [] { return state().heap_size; });
+  m.def("engine_mask", [] { return state().engine_mask; });
+  m.def("p2p_heap_bases", [] {
+    const tdist_device_state_t &s = state();
+    std::vector<uintptr_t> out;
+    for (int i = 0; i < s.n_pes; ++i)
+      out.push_back(s.p2p_heap_base ? reinterpret_cast<uintptr_t>(s.p2p_heap_base[i]) : 0);
+    return out;
+  });
+
+  // ---- host synchronisation, control plane ----
+  m.def("host_barrier_all", [] {
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = tdist_host_barrier_all();
+    }
+    check(st, "tdist_host_barrier_all");
+  });
+  m.def("ctrl_barrier", [] {
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = tdist_ctrl_barrier();
+    }
+    check(st, "tdist_ctrl_barrier");
+  });
+  m.def("ctrl_allgather", [](nb::bytes in) {
+    int n = state().n_pes;
+    std::string out(static_cast<size_t>(n) * in.size(), '\0');
+    std::string src(in.c_str(), in.size());
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = tdist_ctrl_allgather(src.data(), out.data(), src.size());
+    }
+    check(st, "tdist_ctrl_allgather");
+    return nb::bytes(out.data(), out.size());
+  });
+  m.def("ctrl_broadcast", [](nb::bytes buf, int root) {
+    std::string b(buf.c_str(), buf.size());
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = tdist_ctrl_broadcast(b.data(), b.size(), root);
+    }
+    check(st, "tdist_ctrl_broadcast");
+    return nb::bytes(b.data(), b.size());
+  });
+
+  // ---- teams ----
+  m.attr("TEAM_WORLD") = TDIST_TEAM_WORLD;
+  m.attr("TEAM_INVALID") = TDIST_TEAM_INVALID;
+  m.def("team_my_pe", [](int t) { return tdist_team_my_pe(t); });
+  m.def("team_n_pes", [](int t) { return tdist_team_n_pes(t); });
+  m.def("team_translate_pe", [](int src, int pe, int dst) { return tdist_team_translate_pe(src, pe, dst); });
+  m.def("team_split_strided", [](int parent, int start, int stride, int size) {
+    tdist_team_t t = TDIST_TEAM_INVALID;
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = tdist_team_split_strided(parent, start, stride, size, &t);
+    }
+    check(st, "tdist_team_split_strided");
+    return t;
+  });
+  m.def("team_destroy", [](int t) { check(tdist_team_destroy(t), "tdist_team_destroy"); });
+
+  // ---- NVIDIA host API, resolved at run time ----
+  m.def("cuda_available", [] { return cuda_sym<void *>("tdist_cuda_register_module") != nullptr; });
+  m.def("cuda_device", [] {
+    auto f = cuda_sym<int (*)()>("tdist_cuda_device");
+    return f ? f() : -1;
+  });
+  m.def("cuda_device_state", [] {
+    auto f = cuda_sym<void *(*)()>("tdist_cuda_device_state");
+    return f ? reinterpret_cast<uintptr_t>(f()) : uintptr_t(0);
+  });
+  m.def("cuda_register_module", [](uintptr_t mod) {
+    auto f = require_cuda_sym<int (*)(void *)>("tdist_cuda_register_module");
+    check(f(reinterpret_cast<void *>(mod)), "tdist_cuda_register_module");
+  });
+  m.def("cuda_unregister_module", [](uintptr_t mod) {
+    auto f = require_cuda_sym<int (*)(void *)>("tdist_cuda_unregister_module");
+    check(f(reinterpret_cast<void *>(mod)), "tdist_cuda_unregister_module");
+  });
+  m.def("cuda_check_fault", [](uintptr_t stream) {
+    auto f = require_cuda_sym<int (*)(void *)>("tdist_cuda_check_fault");
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = f(reinterpret_cast<void *>(stream));
+    }
+    check(st, "tdist_cuda_check_fault");
+  });
+  m.def("cuda_barrier_all_on_stream", [](uintptr_t stream) {
+    auto f = require_cuda_sym<int (*)(void *)>("tdist_cuda_barrier_all_on_stream");
+    check(f(reinterpret_cast<void *>(stream)), "tdist_cuda_barrier_all_on_stream");
+  });
+  m.def("cuda_putmem_on_stream", [](uintptr_t dst, uintptr_t src, size_t n, int pe, uintptr_t stream) {
+    auto f = require_cuda_sym<int (*)(void *, const void *, size_t, int, void *)>("tdist_cuda_putmem_on_stream");
+    check(f(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n, pe,
+            reinterpret_cast<void *>(stream)),
+          "tdist_cuda_putmem_on_stream");
+  });
+  m.def("cuda_getmem_on_stream", [](uintptr_t dst, uintptr_t src, size_t n, int pe, uintptr_t stream) {
+    auto f = require_cuda_sym<int (*)(void *, const void *, size_t, int, void *)>("tdist_cuda_getmem_on_stream");
+    check(f(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n, pe,
+            reinterpret_cast<void *>(stream)),
+          "tdist_cuda_getmem_on_stream");
+  });
+}

@@ -1,0 +1,404 @@
+"""The distributed primitives (``dl.*``) on stock Triton 3.6.
+
+Seed 000 section 7.1: the core primitives take the *static* path -- each call becomes fixed code,
+with no run-time platform branching. On stock Triton there is no ``distributed`` dialect, so each
+primitive is a Triton builtin that emits
+
+* inline PTX for the synchronisation (``wait``: ``ld.acquire.sys`` spin; ``notify``: one thread's
+  ``st.release.sys`` / ``red.release.sys.add``; ``consume_token``: an opaque identity), and
+* calls into the device-ABI bitcode (``libtdist_device.bc``, docs/CONTRACT.md section 3) for what
+  needs the device state: ``rank`` (``tdist_my_pe``), ``num_ranks`` (``tdist_n_pes``), ``symm_at``
+  (``tdist_ptr_i64``).
+
+Memory-ordering contract (include/tdist/abi.h):
+
+* ``wait`` is an ACQUIRE at system scope, executed by every thread of the program, so every thread's
+  later loads are ordered after it. It is non-consuming: it never writes the slot. ``scope`` "gpu"
+  and "sys" both give system scope: a peer PE is another process or another GPU, which the PTX
+  memory model only covers at ``.sys``.
+* ``notify`` is a RELEASE: ``bar.sync 0`` joins every thread of the program (their earlier stores
+  are then ordered before the signal by cumulativity), then thread 0 alone updates the slot. It
+  executes once per program, never once per thread. Who resets a slot is the caller's protocol
+  (seed 002: the consumer notifies 0 to itself, or the host fills 0 between launches).
+* ``consume_token(x, token)`` returns ``x`` through a side-effecting inline asm that reads the
+  token: nothing computed from the result can be hoisted above the wait.
+
+Every wait is bounded: after ``timeout_ns`` (default ``DEFAULT_WAIT_TIMEOUT_NS``, 0 = forever) thread
+0 prints which slot it waited for, what it expected and what it saw, and the program traps (the
+host sees a launch failure at its next synchronisation).
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+from triton.language import core as tlc
+
+from .. import _bitcode
+
+SIGNAL_SLOT_BYTES = 64  # TDIST_SIGNAL_SLOT_BYTES: slots of a multi-slot wait are one cache line apart
+DEFAULT_WAIT_TIMEOUT_NS = 60 * 1_000_000_000
+
+SIGNAL_SET = 1  # tdist_signal_op_t
+SIGNAL_ADD = 2
+_SIG_OPS = {"set": SIGNAL_SET, "add": SIGNAL_ADD}
+_SCOPES = ("gpu", "sys", "system")
+_SEMANTICS = ("acquire", "relaxed")
+_COMM_SCOPES = ("gpu", "intra_node", "inter_node")
+
+# dl.wait accepts every signal type of the device ABI (TDIST_FOR_EACH_SIGNAL_TYPE).
+_WAIT_DTYPES = {"int32": 32, "int64": 64, "uint64": 64}
+
+
+class DistributedError(ValueError):
+    """A dl.* / libshmem_device call was used with arguments it does not accept."""
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def _unwrap(x):
+    return tlc._unwrap_if_constexpr(x)
+
+
+def _backend_name(_semantic):
+    return getattr(_semantic.builder.options, "backend_name", "unknown")
+
+
+def _require_cuda(what, _semantic):
+    name = _backend_name(_semantic)
+    if name != "cuda":
+        raise DistributedError(
+            f"{what}: compile target {name!r} is not supported by the stock-Triton front end (CUDA only); "
+            "Ascend code goes through the MLIR compiler (tdist-opt --convert-distributed-to-hivm)")
+
+
+def ensure_linked(_semantic, lib_name=_bitcode.LIB_NAME, lib_path=None):
+    """Make the compilation link ``lib_path`` (default: the tdist device bitcode).
+
+    Triton links ``options.extern_libs`` into every kernel that declares external functions. A
+    kernel launched with ``extern_libs={"libtdist_device": path}`` (see ``triton_dist.extern_libs()``)
+    already has it, and then its path is part of Triton's cache key. Otherwise it is added here, while
+    the kernel is being generated; the cache key then does not cover the bitcode file, so clear the
+    Triton cache after rebuilding it.
+    """
+    options = _semantic.builder.options
+    libs = dict(options.extern_libs or ())
+    if lib_name in libs:
+        return libs[lib_name]
+    path = lib_path or _bitcode.find_bitcode()
+    libs[lib_name] = path
+    object.__setattr__(options, "extern_libs", tuple(libs.items()))
+    return path
+
+
+def _tensor(x, _semantic):
+    return _semantic.to_tensor(_unwrap(x))
+
+
+def _signal_width(ptr, what):
+    ty = ptr.type
+    if not ty.scalar.is_ptr():
+        raise DistributedError(f"{what}: expected a pointer to a signal slot, got a value of type {ty}")
+    elem = ty.scalar.element_ty
+    if elem.name not in _WAIT_DTYPES:
+        raise DistributedError(f"{what}: signal slots must be int32, int64 or uint64, got a pointer to {elem.name}")
+    return elem, _WAIT_DTYPES[elem.name]
+
+
+def _require_scalar(x, what, argname):
+    if x.type.is_block():
+        raise DistributedError(
+            f"{what}: {argname} must be a scalar pointer (one signal slot per call, the call acts once per "
+            f"program), got a block of shape {x.type.shape}")
+
+
+def _choice(value, legal, what, argname):
+    value = _unwrap(value)
+    if not isinstance(value, str) or value not in legal:
+        raise DistributedError(f"{what}: {argname}={value!r} is not one of {', '.join(map(repr, legal))}")
+    return value
+
+
+def _to_i64(ptr, _semantic):
+    return _semantic.cast(ptr, tl.int64)
+
+
+def _inline_asm(asm, constraints, args, dtype, _semantic, is_pure=False):
+    return tlc.inline_asm_elementwise(asm, constraints, args, dtype=dtype, is_pure=is_pure, pack=1,
+                                      _semantic=_semantic)
+
+
+def _extern(symbol, args, arg_dtypes, ret_dtype, _semantic, is_pure=True):
+    ensure_linked(_semantic)
+    return tlc.extern_elementwise(_bitcode.LIB_NAME, "", list(args), {tuple(arg_dtypes): (symbol, ret_dtype)},
+                                  is_pure=is_pure, _semantic=_semantic)
+
+
+# --------------------------------------------------------------------------------------------
+# PTX fragments. Labels live inside { } so several copies in one kernel do not clash.
+
+
+def wait_asm(bits: int, semantic: str, timeout_ns: int) -> str:
+    """PTX for a bounded wait over n slots ``SIGNAL_SLOT_BYTES`` apart, each until == value.
+
+    Operands: $0 status (0 = all slots matched, k = slot k-1 timed out), $1 value seen last,
+    $2 address of slot 0, $3 n (int32), $4 expected value.
+    """
+    t = f"u{bits}"
+    ld = "ld.acquire.sys.global" if semantic == "acquire" else "ld.relaxed.sys.global"
+    timeout = ""
+    if timeout_ns:
+        timeout = f"""
+        mov.u64 %tdw_now, %globaltimer;
+        sub.u64 %tdw_now, %tdw_now, %tdw_t0;
+        setp.lt.u64 %tdw_p, %tdw_now, {int(timeout_ns)};
+        @%tdw_p bra tdw_spin;
+        add.u32 $0, %tdw_i, 1;
+        bra tdw_done;"""
+    else:
+        timeout = "\n        bra tdw_spin;"
+    return f"""{{
+        .reg .pred %tdw_p;
+        .reg .u64 %tdw_a, %tdw_t0, %tdw_now;
+        .reg .u32 %tdw_i;
+        .reg .{t} %tdw_v;
+        mov.u64 %tdw_a, $2;
+        mov.u32 %tdw_i, 0;
+        mov.u32 $0, 0;
+        mov.b{bits} $1, 0;
+        mov.u64 %tdw_t0, %globaltimer;
+    tdw_slot:
+        setp.ge.s32 %tdw_p, %tdw_i, $3;
+        @%tdw_p bra tdw_done;
+    tdw_spin:
+        {ld}.{t} %tdw_v, [%tdw_a];
+        mov.b{bits} $1, %tdw_v;
+        setp.eq.{t} %tdw_p, %tdw_v, $4;
+        @%tdw_p bra tdw_next;{timeout}
+    tdw_next:
+        add.u64 %tdw_a, %tdw_a, {SIGNAL_SLOT_BYTES};
+        add.u32 %tdw_i, %tdw_i, 1;
+        bra tdw_slot;
+    tdw_done:
+    }}"""
+
+
+def notify_asm(bits: int, sig_op: int) -> str:
+    """PTX for a signal update executed once per program: every thread joins ``bar.sync 0`` (so the
+    program's earlier stores are ordered before the release by cumulativity), then thread 0 alone
+    stores (SET) or adds (ADD) with release semantics at system scope. $0 dummy, $1 address, $2 value.
+    """
+    t = f"u{bits}"
+    if sig_op == SIGNAL_SET:
+        op = f"st.release.sys.global.{t} [$1], $2;"
+    else:
+        op = f"red.release.sys.global.add.{t} [$1], $2;"
+    return f"""{{
+        .reg .pred %tdn_p;
+        .reg .u32 %tdn_t;
+        bar.sync 0;
+        mov.u32 %tdn_t, %tid.x;
+        setp.eq.u32 %tdn_p, %tdn_t, 0;
+        @%tdn_p {op}
+        mov.u32 $0, 0;
+    }}"""
+
+
+# --------------------------------------------------------------------------------------------
+# small device helpers (JIT functions, so the generated code is ordinary Triton)
+
+
+@triton.jit
+def _thread_id():
+    return tl.inline_asm_elementwise("mov.u32 $0, %tid.x;", "=r", [], dtype=tl.int32, is_pure=True, pack=1)
+
+
+@triton.jit
+def _cta_barrier():
+    tl.inline_asm_elementwise("bar.sync 0; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _trap():
+    tl.inline_asm_elementwise("trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _wait_timed_out(status, addr, value, seen):
+    if status != 0:
+        if _thread_id() == 0:
+            tl.device_print("tdist: dl.wait timed out (slot index+1, slot address, expected, seen)", status, addr,
+                            value, seen)
+        _trap()
+
+
+# --------------------------------------------------------------------------------------------
+# the primitives
+
+
+@tlc.builtin
+def wait(barrierPtrs, numBarriers, scope="gpu", semantic="acquire", waitValue=1, timeout_ns=DEFAULT_WAIT_TIMEOUT_NS,
+         _semantic=None, _generator=None):
+    """Wait until each of ``numBarriers`` signal slots equals ``waitValue``; return a token (int32).
+
+    ``barrierPtrs`` is a scalar pointer to int32 / int64 / uint64; slot i is at byte offset
+    ``i * 64`` (seed 000 section 4.2: one slot per cache line). ``scope``: "gpu" or "sys" (both
+    system scope, see the module docstring); ``semantic``: "acquire" or "relaxed". Non-consuming.
+    Pass the token to ``consume_token`` to order later loads after the wait.
+    """
+    what = "dl.wait"
+    _require_cuda(what, _semantic)
+    _choice(scope, _SCOPES, what, "scope")
+    semantic = _choice(semantic, _SEMANTICS, what, "semantic")
+    ptr = _tensor(barrierPtrs, _semantic)
+    elem, bits = _signal_width(ptr, what)
+    _require_scalar(ptr, what, "barrierPtrs")
+    n = _unwrap(numBarriers)
+    if isinstance(n, int) and n < 1:
+        raise DistributedError(f"{what}: numBarriers must be >= 1, got {n}")
+    n = _semantic.cast(_tensor(n, _semantic), tl.int32)
+    if n.type.is_block():
+        raise DistributedError(f"{what}: numBarriers must be a scalar, got a block of shape {n.type.shape}")
+    value = _semantic.cast(_tensor(waitValue, _semantic), elem)
+    timeout_ns = _unwrap(timeout_ns)
+    if not isinstance(timeout_ns, int) or timeout_ns < 0:
+        raise DistributedError(f"{what}: timeout_ns must be a constant int >= 0 (0 = forever), got {timeout_ns!r}")
+    vc = "r" if bits == 32 else "l"
+    asm = wait_asm(bits, semantic, timeout_ns)
+    constraints = f"=r,={vc},l,r,{vc}"
+    addr = _to_i64(ptr, _semantic)
+    status, seen = _inline_asm(asm, constraints, [addr, n, value], (tl.int32, elem), _semantic)
+    if timeout_ns:
+        _generator.call_JitFunction(_wait_timed_out, [status, addr, value, seen], {})
+    return status
+
+
+@tlc.builtin
+def consume_token(value, token, _semantic=None):
+    """Return ``value`` (a pointer, a block of pointers, or an integer) made dependent on ``token``.
+
+    At run time it is the identity. In the IR it is a side-effecting inline asm that reads the
+    token, so loads through the result cannot be moved above the wait that produced the token.
+    """
+    what = "dl.consume_token"
+    _require_cuda(what, _semantic)
+    x = _tensor(value, _semantic)
+    tok = _tensor(token, _semantic)
+    if not tok.type.scalar.is_int():
+        raise DistributedError(f"{what}: token must be the integer returned by dl.wait, got {tok.type}")
+    tok = _semantic.cast(tok, tl.int32)
+    sca = x.type.scalar
+    if sca.is_ptr():
+        as_int = _to_i64(x, _semantic)
+        out = _inline_asm("mov.b64 $0, $1; // consume_token $2", "=l,l,r", [as_int, tok], tl.int64, _semantic)
+        return _semantic.cast(out, x.type)
+    if sca.is_int() and sca.primitive_bitwidth in (32, 64):
+        c = "r" if sca.primitive_bitwidth == 32 else "l"
+        return _inline_asm(f"mov.b{sca.primitive_bitwidth} $0, $1; // consume_token $2", f"={c},{c},r", [x, tok],
+                           sca, _semantic)
+    raise DistributedError(f"{what}: value must be a pointer or a 32/64-bit integer, got {x.type}")
+
+
+@tlc.builtin
+def rank(axis=-1, _semantic=None):
+    """This PE's id in the world team (``tdist_my_pe``)."""
+    axis = _unwrap(axis)
+    if axis not in (-1, 0):
+        raise DistributedError(f"dl.rank: axis={axis!r} not supported (only -1 / 0: the world team)")
+    _require_cuda("dl.rank", _semantic)
+    return _extern("tdist_my_pe", [], [], tl.int32, _semantic)
+
+
+@tlc.builtin
+def num_ranks(axis=-1, _semantic=None):
+    """Number of PEs in the world team (``tdist_n_pes``)."""
+    axis = _unwrap(axis)
+    if axis not in (-1, 0):
+        raise DistributedError(f"dl.num_ranks: axis={axis!r} not supported (only -1 / 0: the world team)")
+    _require_cuda("dl.num_ranks", _semantic)
+    return _extern("tdist_n_pes", [], [], tl.int32, _semantic)
+
+
+def _symm_at_i64(ptr, rank_, _semantic):
+    r = _semantic.cast(_tensor(rank_, _semantic), tl.int32)
+    return _extern("tdist_ptr_i64", [_to_i64(ptr, _semantic), r], [tl.int64, tl.int32], tl.int64, _semantic)
+
+
+@tlc.builtin
+def symm_at(ptr, rank, _semantic=None):
+    """The address of symmetric ``ptr`` (scalar or block of pointers) on PE ``rank``.
+
+    ``p2p_heap_base[rank] + (ptr - heap_base)`` (seed 000 section 5.3). A pointer outside the
+    symmetric heap gives a sticky device fault (TDIST_ERR_INVALID_PARAM) and NULL; host code can
+    check arguments beforehand with ``shmem.check_symmetric``.
+    """
+    what = "dl.symm_at"
+    _require_cuda(what, _semantic)
+    p = _tensor(ptr, _semantic)
+    if not p.type.scalar.is_ptr():
+        raise DistributedError(f"{what}: expected a pointer, got {p.type}")
+    out = _symm_at_i64(p, rank, _semantic)
+    return _semantic.cast(out, p.type)
+
+
+def check_notify_dtype(dtype_name: str, sig_op: str, platform: str) -> None:
+    """Seed 000 section 7.4: Ascend allows int32 (set and add) and int64 / uint64 (set only); every
+    other platform allows int64 / uint64 only."""
+    if platform == "ascend":
+        if dtype_name == "int32":
+            return
+        if dtype_name in ("int64", "uint64"):
+            if sig_op != "set":
+                raise DistributedError(
+                    f"dl.notify: on Ascend a {dtype_name} signal supports sig_op='set' only, got {sig_op!r}")
+            return
+        raise DistributedError(f"dl.notify: on Ascend the signal must be int32, int64 or uint64, got {dtype_name}")
+    if dtype_name not in ("int64", "uint64"):
+        raise DistributedError(f"dl.notify: on {platform} the signal must be int64 or uint64, got {dtype_name}")
+
+
+@tlc.builtin
+def notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node", _semantic=None):
+    """Update the signal slot ``ptr`` (a symmetric scalar pointer) on PE ``rank``, with release.
+
+    ``sig_op``: "set" (store ``signal``) or "add" (atomic add). Executes once per program; all the
+    program's earlier stores (local and remote) are visible to whoever observes the new value.
+    ``comm_scope`` ("gpu", "intra_node", "inter_node") is accepted for compatibility; every PE of a
+    tdist job is reached through its peer mapping.
+    """
+    what = "dl.notify"
+    _require_cuda(what, _semantic)
+    sig_op = _choice(sig_op, tuple(_SIG_OPS), what, "sig_op")
+    _choice(comm_scope, _COMM_SCOPES, what, "comm_scope")
+    p = _tensor(ptr, _semantic)
+    if not p.type.scalar.is_ptr():
+        raise DistributedError(f"{what}: expected a pointer to a signal slot, got {p.type}")
+    elem = p.type.scalar.element_ty
+    check_notify_dtype(elem.name, sig_op, _backend_name(_semantic))
+    _require_scalar(p, what, "ptr")
+    bits = elem.primitive_bitwidth
+    value = _semantic.cast(_tensor(signal, _semantic), elem)
+    if value.type.is_block():
+        raise DistributedError(f"{what}: signal must be a scalar, got a block of shape {value.type.shape}")
+    remote = _symm_at_i64(p, rank, _semantic)
+    _inline_asm(notify_asm(bits, _SIG_OPS[sig_op]), "=r,l,l", [remote, _semantic.cast(value, tl.int64)], tl.int32,
+                _semantic)
+    return None
+
+
+@tlc.builtin
+def extern_call(lib_name, lib_path, args, arg_type_symbol_dict, is_pure, _semantic=None):
+    """Call a device function from a bitcode library (Triton-distributed's ``dl.extern_call``).
+
+    Same arguments as ``tl.extern_elementwise``; the library at ``lib_path`` is added to the
+    kernel's ``extern_libs`` (if ``lib_path`` is empty, the tdist device bitcode is meant).
+    """
+    lib_name = _unwrap(lib_name)
+    lib_path = _unwrap(lib_path)
+    if lib_path:
+        ensure_linked(_semantic, lib_name, lib_path)
+    else:
+        ensure_linked(_semantic)
+    return tlc.extern_elementwise(lib_name, lib_path, list(args), _unwrap(arg_type_symbol_dict),
+                                  is_pure=_unwrap(is_pure), _semantic=_semantic)

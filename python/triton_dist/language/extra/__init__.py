@@ -1,0 +1,1 @@
+"""Platform-specific device libraries (``libshmem_device``) and portable extensions."""
