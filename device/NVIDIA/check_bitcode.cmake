@@ -1,0 +1,43 @@
+# cmake -DBC=.. -DLLC=.. -DNM=.. -DPTXAS=.. -DWORK=.. -P check_bitcode.cmake
+# Fails unless libtdist_device.bc defines every expected symbol and compiles to sm_90 code.
+execute_process(COMMAND ${NM} --defined-only ${BC} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "llvm-nm failed on ${BC}")
+endif()
+set(expected tdisti_device_state tdist_my_pe tdist_n_pes tdist_ptr tdist_ptr_i64
+  tdist_putmem tdist_getmem tdist_putmem_nbi tdist_getmem_nbi tdist_putmem_signal tdist_putmem_signal_nbi
+  tdist_putmem_i64 tdist_getmem_i64 tdist_putmem_nbi_i64 tdist_getmem_nbi_i64 tdist_putmem_signal_i64
+  tdist_putmem_signal_nbi_i64 tdist_signal_op tdist_signal_op_i64 tdist_signal_fetch tdist_signal_fetch_i64
+  tdist_signal_wait_until tdist_signal_wait_until_i64 tdistx_consume_token_ptr tdistx_consume_token_int64
+  tdistx_consume_token_ptr_i64 tdist_fence tdist_quiet tdist_barrier_all tdistx_program_id tdistx_num_programs
+  tdistx_putmem_block tdistx_putmem_warp tdistx_getmem_block tdistx_getmem_warp tdistx_putmem_signal_block)
+foreach(t float double char schar short int long longlong int8 int16 int32 int64 uint8 uint16 uint32 uint64 size ptrdiff)
+  list(APPEND expected tdist_${t}_p tdist_${t}_g tdist_${t}_p_i64 tdist_${t}_g_i64)
+endforeach()
+foreach(t int32 int64 uint64)
+  list(APPEND expected tdist_${t}_wait_until tdist_${t}_wait_until_i64 tdistx_wait_${t} tdistx_wait_${t}_i64
+    tdistx_notify_${t} tdistx_notify_${t}_i64 tdistx_wait_${t}_block)
+endforeach()
+set(missing "")
+foreach(s IN LISTS expected)
+  if(NOT syms MATCHES "[ \t][TtDdBb] ${s}\n")
+    list(APPEND missing ${s})
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "libtdist_device.bc lacks: ${missing}")
+endif()
+execute_process(COMMAND ${LLC} -march=nvptx64 -mcpu=sm_90 -mattr=+ptx80 ${BC} -o ${WORK}/libtdist_device.ptx
+  RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "llc-19 cannot lower the bitcode: ${err}")
+endif()
+if(PTXAS)
+  execute_process(COMMAND ${PTXAS} -arch=sm_90 -c ${WORK}/libtdist_device.ptx -o ${WORK}/libtdist_device.o
+    RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "ptxas rejects the lowered bitcode: ${err}")
+  endif()
+endif()
+list(LENGTH expected n)
+message(STATUS "libtdist_device.bc: ${n} symbols present, PTX assembles for sm_90")
