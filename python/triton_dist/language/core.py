@@ -158,6 +158,7 @@ def wait_asm(bits: int, semantic: str, timeout_ns: int) -> str:
         bra tdw_done;"""
     else:
         timeout = "\n        bra tdw_spin;"
+    start = "\n        mov.u64 %tdw_t0, %globaltimer;" if timeout_ns else ""
     return f"""{{
         .reg .pred %tdw_p;
         .reg .u64 %tdw_a, %tdw_t0, %tdw_now;
@@ -166,8 +167,7 @@ def wait_asm(bits: int, semantic: str, timeout_ns: int) -> str:
         mov.u64 %tdw_a, $2;
         mov.u32 %tdw_i, 0;
         mov.u32 $0, 0;
-        mov.b{bits} $1, 0;
-        mov.u64 %tdw_t0, %globaltimer;
+        mov.b{bits} $1, 0;{start}
     tdw_slot:
         setp.ge.s32 %tdw_p, %tdw_i, $3;
         @%tdw_p bra tdw_done;

@@ -1,0 +1,188 @@
+"""Portable subset of the Triton-Ascend language extensions (seed 004, 3.1.1 and 3.2.3), usable in
+CUDA kernels on stock Triton. Ascend code imports them from ``triton.language.extra.cann.extension``;
+here they live at ``triton_dist.language.extra.cann.extension``.
+
+Mapping on a GPU:
+
+* ``extract_slice`` / ``insert_slice`` / ``get_element``: offsets, sizes and strides are compile-time
+  constants; implemented with ``tl.gather`` and ``tl.where`` (register shuffles, no memory).
+* ``sub_vec_id()`` / ``sub_vec_num()``: an Ascend AI core has 2 vector sub-blocks; on a GPU every
+  program is one vector core, so ``sub_vec_num() == 1`` and ``sub_vec_id() == 0``. Launch twice as
+  many programs to get the Ascend kernel's number of vector cores.
+* ``sync_block_set(sender, receiver, event_id, flags=...)`` / ``sync_block_wait(...)``: an event
+  between programs of one launch, through an int32 ``flags`` array in global memory (one 64-byte slot
+  per event id), release / acquire at GPU scope. ``sender``/``receiver`` (Ascend's "cube"/"vector")
+  are accepted for compatibility. ``sync_block_all`` needs every program co-resident and is not
+  provided: use ``libshmem_device.barrier_all``.
+* ``compile_hint``: accepted and ignored (no GPU meaning).
+"""
+import triton
+import triton.language as tl
+from triton.language import core as tlc
+
+from ...core import DistributedError
+
+
+def _consts(x, what, argname):
+    x = tlc._unwrap_if_constexpr(x)
+    vals = [tlc._unwrap_if_constexpr(v) for v in (x if isinstance(x, (tuple, list, tlc.tuple)) else [x])]
+    if not all(isinstance(v, int) for v in vals):
+        raise DistributedError(f"{what}: {argname} must be compile-time integers, got {x!r}")
+    return vals
+
+
+def _axis_index(shape, axis, _semantic):
+    """int32 tensor of ``shape`` whose value is the coordinate along ``axis``."""
+    r = _semantic.arange(0, shape[axis])
+    for d in range(len(shape)):
+        if d != axis:
+            r = _semantic.expand_dims(r, d)
+    return _semantic.broadcast_impl_shape(r, list(shape))
+
+
+def _check(full, offsets, sizes, strides, what):
+    shape = list(full.type.shape)
+    if not (len(offsets) == len(sizes) == len(strides) == len(shape)):
+        raise DistributedError(f"{what}: offsets/sizes/strides need one entry per dimension of a rank-{len(shape)} "
+                               f"tensor, got {len(offsets)}/{len(sizes)}/{len(strides)}")
+    for d, (o, s, st) in enumerate(zip(offsets, sizes, strides)):
+        if st < 1 or o < 0 or s < 1 or o + (s - 1) * st >= shape[d]:
+            raise DistributedError(f"{what}: dimension {d}: offset {o}, size {s}, stride {st} leave [0, {shape[d]})")
+    return shape
+
+
+@tlc.builtin
+def extract_slice(full, offsets, sizes, strides, _semantic=None):
+    """``full[o0 : o0 + s0*st0 : st0, ...]`` as a tensor of shape ``sizes`` (powers of two)."""
+    what = "extract_slice"
+    offsets, sizes, strides = (_consts(v, what, n) for v, n in ((offsets, "offsets"), (sizes, "sizes"),
+                                                                (strides, "strides")))
+    full = _semantic.to_tensor(full)
+    shape = _check(full, offsets, sizes, strides, what)
+    out = full
+    cur = list(shape)
+    for d in range(len(shape)):
+        cur[d] = sizes[d]
+        idx = _axis_index(cur, d, _semantic)
+        idx = _semantic.add(_semantic.mul(idx, strides[d], True), offsets[d], True)
+        out = _semantic.gather(out, idx, d)
+    return out
+
+
+@tlc.builtin
+def insert_slice(full, sub, offsets, sizes, strides, _semantic=None):
+    """``full`` with the window (offsets, sizes, strides) replaced by ``sub`` (of shape ``sizes``)."""
+    what = "insert_slice"
+    offsets, sizes, strides = (_consts(v, what, n) for v, n in ((offsets, "offsets"), (sizes, "sizes"),
+                                                                (strides, "strides")))
+    full = _semantic.to_tensor(full)
+    sub = _semantic.to_tensor(sub)
+    shape = _check(full, offsets, sizes, strides, what)
+    if list(sub.type.shape) != list(sizes):
+        raise DistributedError(f"{what}: sub has shape {list(sub.type.shape)}, sizes say {list(sizes)}")
+    sub = _semantic.cast(sub, full.type.scalar)
+    out = sub
+    cur = list(sizes)
+    mask = None
+    for d in range(len(shape)):
+        cur[d] = shape[d]
+        pos = _axis_index(cur, d, _semantic)
+        rel = _semantic.sub(pos, offsets[d], True)
+        k = _semantic.floordiv(rel, strides[d]) if strides[d] > 1 else rel
+        k = _semantic.maximum(_semantic.minimum(k, _semantic.to_tensor(sizes[d] - 1), tl.PropagateNan.NONE),
+                              _semantic.to_tensor(0), tl.PropagateNan.NONE)
+        out = _semantic.gather(out, k, d)
+    for d in range(len(shape)):
+        pos = _axis_index(shape, d, _semantic)
+        rel = _semantic.sub(pos, offsets[d], True)
+        inside = _semantic.logical_and(
+            _semantic.greater_equal(rel, 0),
+            _semantic.less_than(rel, (sizes[d] - 1) * strides[d] + 1))
+        if strides[d] > 1:
+            inside = _semantic.logical_and(inside, _semantic.equal(_semantic.mod(rel, strides[d]), 0))
+        mask = inside if mask is None else _semantic.logical_and(mask, inside)
+    return _semantic.where(mask, out, full)
+
+
+@tlc.builtin
+def get_element(src, offset, _semantic=None, _generator=None):
+    """The scalar ``src[offset]`` (``offset``: one compile-time integer per dimension)."""
+    what = "get_element"
+    offset = _consts(offset, what, "offset")
+    src = _semantic.to_tensor(src)
+    ones = [1] * len(src.type.shape)
+    one = extract_slice(src, offset, ones, ones, _semantic=_semantic)
+    flat = _semantic.reshape(one, [1], False)
+    # A one-element reduction returns the element itself (no arithmetic: -0.0 and NaN survive).
+    return tlc.reduce(flat, 0, _first, _semantic=_semantic, _generator=_generator)
+
+
+@triton.jit
+def _first(a, b):
+    return a
+
+
+@tlc.builtin
+def sub_vec_id(_semantic=None):
+    """0: a GPU program is one vector core (see the module docstring)."""
+    return tl.constexpr(0)
+
+
+@tlc.builtin
+def sub_vec_num(_semantic=None):
+    """1: a GPU program is one vector core (see the module docstring)."""
+    return tl.constexpr(1)
+
+
+@tlc.builtin
+def compile_hint(ptr, hint_name, hint_val=None, _semantic=None):
+    """Accepted and ignored on GPUs (Ascend compiler hints have no GPU meaning)."""
+    return None
+
+
+@triton.jit
+def _flag_set(slot):
+    tl.inline_asm_elementwise(
+        "{ .reg .pred %p; .reg .u32 %t; bar.sync 0; mov.u32 %t, %tid.x; setp.eq.u32 %p, %t, 0; "
+        "@%p red.release.gpu.global.add.u32 [$1], 1; mov.u32 $0, 0; }", "=r,l", [slot], dtype=tl.int32, is_pure=False,
+        pack=1)
+
+
+@triton.jit
+def _flag_wait(slot):
+    tl.inline_asm_elementwise(
+        "{ .reg .pred %p; .reg .u32 %v; tdsb_spin: ld.acquire.gpu.global.u32 %v, [$1]; setp.eq.u32 %p, %v, 0; "
+        "@%p bra tdsb_spin; atom.add.u32 %v, [$1], -1; bar.sync 0; mov.u32 $0, 0; }",
+        "=r,l", [slot], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@tlc.builtin
+def sync_block_set(sender, receiver, event_id, flags=None, _semantic=None, _generator=None):
+    """Signal event ``event_id`` (a counting event: each set is consumed by one wait)."""
+    return _sync(_flag_set, "sync_block_set", event_id, flags, _semantic, _generator)
+
+
+@tlc.builtin
+def sync_block_wait(sender, receiver, event_id, flags=None, _semantic=None, _generator=None):
+    """Wait for (and consume) one set of event ``event_id``."""
+    return _sync(_flag_wait, "sync_block_wait", event_id, flags, _semantic, _generator)
+
+
+def _sync(fn, what, event_id, flags, _semantic, _generator):
+    if flags is None:
+        raise DistributedError(f"{what}: on GPUs events live in memory: pass flags=<int32 pointer, 16 int32 per event "
+                               "id, zeroed before the launch>")
+    f = _semantic.to_tensor(flags)
+    if not (f.type.scalar.is_ptr() and f.type.scalar.element_ty == tl.int32) or f.type.is_block():
+        raise DistributedError(f"{what}: flags must be a scalar pointer to int32, got {f.type}")
+    ev = _semantic.to_tensor(tlc._unwrap_if_constexpr(event_id))
+    slot = _semantic.add(f, _semantic.mul(_semantic.cast(ev, tl.int32), 16, True), True)
+    slot = _semantic.cast(slot, tl.int64)
+    _generator.call_JitFunction(fn, [slot], {})
+    return None
+
+
+@tlc.builtin
+def sync_block_all(mode, event_id, _semantic=None):
+    raise DistributedError("sync_block_all: a whole-launch block barrier needs every program co-resident; on GPUs use "
+                           "libshmem_device.barrier_all() (persistent grid) instead")

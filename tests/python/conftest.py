@@ -1,0 +1,69 @@
+"""Shared fixtures. The package is imported from python/ (and tdist._C from build*/python when not
+installed). Compile-only tests target CUDA sm_90 ahead of time, so TDIST_PLATFORM defaults to cuda
+here: libshmem_device then selects its CUDA backend on machines without nvidia-smi."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "python"))
+os.environ.setdefault("TDIST_PLATFORM", "cuda")
+# dl.* are builtins, which Triton does not hash into its cache key: recompile so edits are seen.
+os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+
+
+def _real_bitcode():
+    try:
+        from triton_dist import _bitcode
+        return _bitcode.find_bitcode()
+    except Exception:
+        return None
+
+
+@pytest.fixture(scope="session")
+def device_bitcode(tmp_path_factory):
+    """Path of a device bitcode to link: the real one if built, else a test copy built with clang-19."""
+    real = _real_bitcode()
+    if real:
+        return real
+    clang = shutil.which("clang-19")
+    if clang is None:
+        pytest.skip("no libtdist_device.bc built and no clang-19 to build the test copy")
+    out = tmp_path_factory.mktemp("bc") / "libtdist_device.bc"
+    subprocess.run([clang, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-nocudainc", "-nocudalib",
+                    "-fgpu-flush-denormals-to-zero", "-O2", "-emit-llvm", "-c", f"-I{REPO / 'include'}",
+                    str(Path(__file__).with_name("fake_device.cu")), "-o", str(out)], check=True,
+                   capture_output=True)
+    return str(out)
+
+
+@pytest.fixture
+def compile_ptx(device_bitcode, monkeypatch):
+    """compile_ptx(fn, signature, constexprs=None, **options) -> PTX text for sm_90 (no GPU needed)."""
+    monkeypatch.setenv("TDIST_DEVICE_BITCODE", device_bitcode)
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    def run(fn, signature, constexprs=None, **options):
+        constexprs = dict(constexprs or {})
+        sig = dict(signature)
+        for k in constexprs:
+            sig[k] = "constexpr"
+        src = ASTSource(fn, sig, constexprs)
+        k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options or None)
+        return k.asm["ptx"]
+
+    return run
+
+
+def body(ptx):
+    """The instructions of the PTX entry (debug info and comments dropped)."""
+    start = ptx.index(".entry")
+    end = ptx.index(".section", start) if ".section" in ptx[start:] else len(ptx)
+    lines = [l.strip() for l in ptx[start:end].splitlines()]
+    return "\n".join(l for l in lines if l and not l.startswith("//") and not l.startswith(".loc"))

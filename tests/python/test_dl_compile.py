@@ -1,0 +1,158 @@
+"""dl.* compile ahead of time to PTX for sm_90; the PTX carries the ordering the contract promises."""
+import re
+
+import pytest
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+from conftest import body
+
+
+@triton.jit
+def producer_consumer(sig, data, out, peer_sig, N: tl.constexpr):
+    pid = tl.program_id(0)
+    me = dl.rank()
+    peer = (me + 1) % dl.num_ranks()
+    if pid == 0:
+        remote = dl.symm_at(out, peer)
+        x = tl.load(data + tl.arange(0, N))
+        tl.store(remote + tl.arange(0, N), x)
+        dl.notify(peer_sig, peer, signal=1, sig_op="set", comm_scope="intra_node")
+    else:
+        tok = dl.wait(sig, 1, "gpu", "acquire", waitValue=1)
+        p = dl.consume_token(out, tok)
+        y = tl.load(p + tl.arange(0, N))
+        tl.store(data + tl.arange(0, N), y + 1)
+        dl.notify(sig, me, 0)
+
+
+SIG = {"sig": "*i64", "data": "*fp32", "out": "*fp32", "peer_sig": "*i64"}
+
+
+def test_producer_consumer_ptx(compile_ptx):
+    ptx = compile_ptx(producer_consumer, SIG, {"N": 256})
+    b = body(ptx)
+    # wait: system-scope acquire spin, bounded by %globaltimer, trap on expiry
+    assert "ld.acquire.sys.global.u64" in b
+    assert "%globaltimer" in b and "trap;" in b
+    # notify: all threads join bar.sync, then only %tid.x == 0 stores with release
+    notify_blocks = re.findall(r"bar\.sync 0;\s*mov\.u32 (%\w+), %tid\.x;\s*setp\.eq\.u32 (%\w+), \1, 0;\s*"
+                               r"@\2 st\.release\.sys\.global\.u64", b)
+    assert len(notify_blocks) == 2, b
+    assert "st.release.sys.global.u64" in b
+    # symm_at / rank went through the linked bitcode (device state global present, no call left)
+    assert "tdisti_device_state" in ptx
+    assert not re.search(r"call\.uni[^;]*tdist", b)
+
+
+def test_consume_token_orders_load_after_wait(compile_ptx):
+    b = body(compile_ptx(producer_consumer, SIG, {"N": 256}))
+    wait_end = b.index("tdw_done:")
+    token_mov = re.search(r"mov\.b64 (%rd\d+), %rd\d+; // consume_token", b)
+    assert token_mov and token_mov.start() > wait_end
+    # the consumer's load address is computed from the consume_token result
+    reg = token_mov.group(1)
+    after = b[token_mov.end():]
+    assert re.search(rf"add\.s64\s+\S+, {reg}, ", after), after[:400]
+
+
+@triton.jit
+def many_waits(sig32, sig64, sigu64, n):
+    t0 = dl.wait(sig32, 4, "gpu", "acquire", waitValue=7)
+    t1 = dl.wait(sig64, n, "sys", "relaxed", waitValue=-1)
+    t2 = dl.wait(sigu64, 1, "gpu", "acquire", timeout_ns=0)
+    dl.notify(sigu64, 0, t0 + t1 + t2, sig_op="add")
+
+
+def test_wait_variants(compile_ptx):
+    b = body(compile_ptx(many_waits, {"sig32": "*i32", "sig64": "*i64", "sigu64": "*u64", "n": "i32"}))
+    assert "ld.acquire.sys.global.u32" in b
+    assert "ld.relaxed.sys.global.u64" in b
+    assert b.count("add.u64 %tdw_a, %tdw_a, 64;") == 3  # slots one cache line apart
+    assert b.count("%globaltimer") == 2 * 2  # start + check, only for the two bounded waits
+    assert re.search(r"@%tdn_p red\.release\.sys\.global\.add\.u64", b)
+
+
+def _compile_error(compile_ptx, fn, sig, **kw):
+    with pytest.raises(triton.compiler.errors.CompilationError) as e:
+        compile_ptx(fn, sig, **kw)
+    return str(e.value)
+
+
+@triton.jit
+def notify_int32(sig):
+    dl.notify(sig, 0)
+
+
+@triton.jit
+def wait_float(sig):
+    dl.wait(sig, 1, "gpu", "acquire")
+
+
+@triton.jit
+def wait_block(sig):
+    dl.wait(sig + tl.arange(0, 4), 1, "gpu", "acquire")
+
+
+@triton.jit
+def wait_bad_scope(sig):
+    dl.wait(sig, 1, "cluster", "acquire")
+
+
+@triton.jit
+def notify_bad_op(sig):
+    dl.notify(sig, 0, 1, sig_op="xor")
+
+
+@triton.jit
+def wait_zero(sig):
+    dl.wait(sig, 0, "gpu", "acquire")
+
+
+def test_validation_errors(compile_ptx):
+    assert "on cuda the signal must be int64 or uint64, got int32" in _compile_error(compile_ptx, notify_int32,
+                                                                                       {"sig": "*i32"})
+    assert "signal slots must be int32, int64 or uint64, got a pointer to fp32" in _compile_error(
+        compile_ptx, wait_float, {"sig": "*fp32"})
+    assert "barrierPtrs must be a scalar pointer" in _compile_error(compile_ptx, wait_block, {"sig": "*i64"})
+    assert "scope='cluster' is not one of" in _compile_error(compile_ptx, wait_bad_scope, {"sig": "*i64"})
+    assert "sig_op='xor' is not one of 'set', 'add'" in _compile_error(compile_ptx, notify_bad_op, {"sig": "*i64"})
+    assert "numBarriers must be >= 1, got 0" in _compile_error(compile_ptx, wait_zero, {"sig": "*i64"})
+
+
+@pytest.mark.parametrize("platform,dtype,op,ok", [
+    ("ascend", "int32", "set", True), ("ascend", "int32", "add", True),
+    ("ascend", "int64", "set", True), ("ascend", "uint64", "set", True),
+    ("ascend", "int64", "add", False), ("ascend", "uint64", "add", False), ("ascend", "fp32", "set", False),
+    ("cuda", "int64", "add", True), ("cuda", "uint64", "set", True), ("cuda", "int32", "set", False),
+    ("hip", "int32", "add", False),
+])
+def test_notify_dtype_rules(platform, dtype, op, ok):
+    if ok:
+        dl.check_notify_dtype(dtype, op, platform)
+    else:
+        with pytest.raises(dl.DistributedError, match=dtype):
+            dl.check_notify_dtype(dtype, op, platform)
+
+
+PTR_I64 = tl.constexpr({(tl.int64, tl.int32): ("tdist_ptr_i64", tl.int64)})
+
+
+@triton.jit
+def uses_extern_call(x, out):
+    v = tl.load(x)
+    r = dl.extern_call("libtdist_device", "", [v, 1], PTR_I64, True)
+    tl.store(out, r)
+
+
+def test_extern_call(compile_ptx):
+    b = body(compile_ptx(uses_extern_call, {"x": "*i64", "out": "*i64"}))
+    assert "tdisti_device_state" in b  # inlined from the bitcode
+
+
+def test_bitcode_env_must_exist(monkeypatch, tmp_path):
+    from triton_dist import _bitcode
+    monkeypatch.setenv("TDIST_DEVICE_BITCODE", str(tmp_path / "missing.bc"))
+    with pytest.raises(_bitcode.BitcodeNotFound, match="does not name a file"):
+        _bitcode.find_bitcode()
