@@ -25,11 +25,18 @@ def _real_bitcode():
 
 
 @pytest.fixture(scope="session")
-def device_bitcode(tmp_path_factory):
-    """Path of a device bitcode to link: the real one if built, else a test copy built with clang-19."""
+def real_bitcode():
+    """The real libtdist_device.bc (device/NVIDIA build), or skip."""
     real = _real_bitcode()
-    if real:
-        return real
+    if not real:
+        pytest.skip("libtdist_device.bc not built (device/NVIDIA) and TDIST_DEVICE_BITCODE unset")
+    return real
+
+
+@pytest.fixture(scope="session")
+def device_bitcode(tmp_path_factory):
+    """A test copy of the device bitcode (fake_device.cu, clang-19): the compile tests do not depend
+    on whether, or how recently, the NVIDIA backend was built."""
     clang = shutil.which("clang-19")
     if clang is None:
         pytest.skip("no libtdist_device.bc built and no clang-19 to build the test copy")
@@ -39,6 +46,28 @@ def device_bitcode(tmp_path_factory):
                     str(Path(__file__).with_name("fake_device.cu")), "-o", str(out)], check=True,
                    capture_output=True)
     return str(out)
+
+
+def _compiler(bitcode, monkeypatch):
+    monkeypatch.setenv("TDIST_DEVICE_BITCODE", bitcode)
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    def run(fn, signature, constexprs=None, **options):
+        constexprs = dict(constexprs or {})
+        sig = dict(signature)
+        for k in constexprs:
+            sig[k] = "constexpr"
+        return triton.compile(ASTSource(fn, sig, constexprs), target=GPUTarget("cuda", 90, 32),
+                              options=options or None).asm["ptx"]
+
+    return run
+
+
+@pytest.fixture
+def compile_ptx_real(real_bitcode, monkeypatch):
+    return _compiler(real_bitcode, monkeypatch)
 
 
 @pytest.fixture

@@ -156,3 +156,10 @@ def test_bitcode_env_must_exist(monkeypatch, tmp_path):
     monkeypatch.setenv("TDIST_DEVICE_BITCODE", str(tmp_path / "missing.bc"))
     with pytest.raises(_bitcode.BitcodeNotFound, match="does not name a file"):
         _bitcode.find_bitcode()
+
+
+def test_real_bitcode_links(compile_ptx_real):
+    """Against device/NVIDIA's libtdist_device.bc: the symbols dl.* call exist and inline."""
+    b = body(compile_ptx_real(producer_consumer, SIG, {"N": 256}))
+    assert "tdisti_device_state" in b
+    assert not re.search(r"call\.uni[^;]*tdist", b)
