@@ -1,0 +1,58 @@
+// Internal helpers of the CPU kernels: errors, symmetric allocation, signal slots, the host
+// signal-reset protocol around a launch, row copies.
+#pragma once
+
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "tdist/CPU/launch.h"
+#include "tdist/abi.h"
+#include "tdist/kernels/cpu.hpp"
+#include "tdist/tdist.h"
+
+namespace tdist::kernels::cpu::detail {
+
+/** Records `code` and a printf-style message for last_error_message(); returns `code`. */
+int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** After a failing runtime call: records its status and tdist_last_error_message(). */
+int fail_runtime(const char *what, int status);
+void clear_error();
+
+inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/** Signal slots are TDIST_SIGNAL_SLOT_BYTES apart (int64: 8 elements), one cache line each. */
+inline constexpr int64_t kSlotI64 = TDIST_SIGNAL_SLOT_BYTES / sizeof(int64_t);
+inline int64_t *slot(int64_t *base, int64_t index) { return base + index * kSlotI64; }
+inline size_t slot_bytes(int64_t n_slots) { return size_t(n_slots) * TDIST_SIGNAL_SLOT_BYTES; }
+
+/** Collective symmetric allocation; on failure records the runtime's message. */
+void *sym_alloc(size_t bytes, const char *what);
+void sym_free(void *p);
+
+/** The seed's host protocol: zero this PE's `signal_bytes` at `signals`, host barrier, launch
+ *  `grid` programs of `fn(args)`, host barrier. Returns the first failure (launch faults carry the
+ *  runtime's diagnostic); the closing barrier runs even after a failed launch so that every PE
+ *  makes the same collective calls. */
+int launch_with_protocol(const char *kernel, int64_t *signals, size_t signal_bytes, int grid,
+                         tdist_cpu_kernel_fn fn, void *args);
+
+/** Copies `rows` rows of `nbytes` each between strided byte buffers. */
+inline void copy_rows(unsigned char *dst, int64_t dst_stride, const unsigned char *src,
+                      int64_t src_stride, int64_t rows, size_t nbytes) {
+  if (dst_stride == src_stride && int64_t(nbytes) == src_stride) {
+    std::memcpy(dst, src, nbytes * size_t(rows));
+    return;
+  }
+  for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * dst_stride, src + i * src_stride, nbytes);
+}
+
+/** dl.wait / dl.notify on one int64 slot. */
+inline void wait_slot(int64_t *s, int64_t value) { (void)tdistx_wait_int64(s, 1, value); }
+inline void notify_slot(int64_t *s, int64_t value, int pe) {
+  tdistx_notify_int64(s, value, pe, TDIST_SIGNAL_SET);
+}
+
+}  // namespace tdist::kernels::cpu::detail
