@@ -1,0 +1,83 @@
+//===- Passes.td - tdist conversions ---------------------------------------===//
+
+#ifndef TDIST_CONVERSION_PASSES
+#define TDIST_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertDistributedToHIVM : Pass<"convert-distributed-to-hivm", "ModuleOp"> {
+  let summary = "Lower the distributed ops to hivm.hir.custom calls of the aclshmem library";
+  let description = [{
+    Seed 000 section 3 (ConvertTritonDistributedToHIVM). Every distributed op becomes a
+    `hivm.hir.custom` naming an aclshmem template-library symbol; every other op is left as it
+    was. Steps:
+
+    1. `existDot`: does the module contain a matmul-like op (`linalg.matmul`,
+       `linalg.batch_matmul` and their transposed forms, `linalg.contract`, `vector.contract`,
+       `tt.dot`, `tt.dot_scaled`, or any op carrying the unit attribute `tdist.dot`)? Without
+       one the kernel is a pure vector (AIV) kernel.
+    2. Symbols (table 3.3): `aclshmem_ptr_<T>`, `aclshmem_my_pe`, `aclshmem_n_pes`,
+       `aclshmemx_signal_op` (i32 notify), `aclshmem_int64_p` / `aclshmem_uint64_p`
+       (64-bit notify, SET only), `aclshmem_consume_token_<T>`, `aclshmem_wait_<T>`, and
+       extern_call's own `symbol`.
+    3. Attributes (3.4): `hivm.tcore_type` from the prefix table, else `existDot ?
+       CUBE_AND_VECTOR : VECTOR`; `hivm.pipe = PIPE_S`; `hivm.vf_mode = SIMD`;
+       `hivm.is_distributed`; `symbol`; `no_side_effect` iff the source op has no memory
+       effects; `gm_addr_args_indices` = indices of pointer operands that are entry-block
+       arguments of the enclosing function.
+    4. Results (3.5): each ranked-tensor result gets a `tensor.empty` init (DPS `outs`); the
+       source op is erased when it has no results and replaced otherwise. Rewrites run through
+       the greedy driver restricted to the distributed ops (no folding), so other IR is
+       untouched.
+
+    Type names `<T>`: f16 half, bf16 bfloat16, f32 float, f64 double, i1 bool, iN intN,
+    uiN uintN; a pointer to T is `T_ptr`; a rank-r memref of T is `T_ptr_<r>d`
+    (e.g. `aclshmem_consume_token_float_ptr_1d`); a rank-r tensor of T is `T_<r>d`.
+  }];
+  let dependentDialects = ["::mlir::hivm::HIVMDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def ConvertDistributedToLLVM : Pass<"convert-distributed-to-llvm", "ModuleOp"> {
+  let summary = "Lower the distributed ops to LLVM/NVVM (target=gpu) or device-ABI calls (target=cpu)";
+  let description = [{
+    Runs first, before any other lowering (the seed's "ttadapter" insertion point), and leaves
+    every other op as it was. Pointers must be `!llvm.ptr`.
+
+    target=cpu: calls into the CPU device ABI (include/tdist/abi.h): `tdist_my_pe`,
+    `tdist_n_pes`, `tdist_ptr`, `tdistx_wait_<T>`, `tdistx_notify_<T>`,
+    `tdistx_consume_token_ptr` / `_int64` (other consume_token types are the identity), and
+    extern_call's symbol.
+
+    target=gpu: rank queries and symm_at call the device ABI (`tdist_my_pe`, `tdist_n_pes`,
+    `tdist_ptr`, linked from the NVIDIA bitcode). `wait` is an inline-PTX spin loop per slot
+    (slots 64 bytes apart) with `ld.acquire.<scope>` (scope `sys` gives `ld.acquire.sys`),
+    bounded by `spin-budget` iterations, after which it traps. `notify` synchronises the
+    block (`bar.sync 0`, so every thread's earlier stores are ordered before it) and then
+    thread (0,0,0) translates the slot with `tdist_ptr` and issues `st.release.sys` (set) or
+    `atom.add.release.sys` (add); `comm_scope = inter_node` calls `tdistx_notify_<T>`
+    instead. `consume_token` is erased: the wait's inline asm is volatile and clobbers
+    memory, so nothing is hoisted above it.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "code generation target: gpu (NVVM/PTX) or cpu (device ABI calls)">,
+    Option<"spinBudget", "spin-budget", "uint64_t", /*default=*/"uint64_t(1) << 32",
+           "GPU: spin iterations per wait slot before trapping">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
+def HIVMCustomToCall : Pass<"hivm-custom-to-call", "ModuleOp"> {
+  let summary = "Replace hivm.hir.custom by func.call of its link name (seed 000 section 4.2)";
+  let description = [{
+    Emits, for each `hivm.hir.custom`, a `func.call` of its link name (`_mlir_ciface_<symbol>`
+    when no operand or result is a memref, else `<symbol>`) taking `ins` then `outs`, and a
+    private `func.func` declaration. This is the step where bishengir resolves the symbol
+    against the template library; it exists here to test the mangling rule.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+#endif // TDIST_CONVERSION_PASSES

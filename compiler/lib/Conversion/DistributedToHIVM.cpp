@@ -1,0 +1,339 @@
+//===- DistributedToHIVM.cpp - distributed -> hivm.hir.custom (Ascend) ----===//
+//
+// Seed 000 section 3. See Passes.td for the rules; this file keeps each rule in one place:
+//   - symbolFor():      table 3.3 (symbol per op and type)
+//   - tcoreTypeFor():   table 3.4 (prefix table, then existDot)
+//   - DistToCustom<Op>: the conversion template (attributes, gm_addr_args_indices, DPS inits,
+//                       erase/replace)
+//
+//===----------------------------------------------------------------------===//
+
+#include "tdist/Conversion/Passes.h"
+#include "tdist/Dialect/Distributed/Distributed.h"
+#include "tdist/Dialect/HIVM/HIVM.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::tdist {
+#define GEN_PASS_DEF_CONVERTDISTRIBUTEDTOHIVM
+#include "tdist/Conversion/Passes.h.inc"
+} // namespace mlir::tdist
+
+using namespace mlir;
+using namespace mlir::triton::distributed;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Type names (the <T> of aclshmem_<op>_<T>)
+//===----------------------------------------------------------------------===//
+
+/// Name of a scalar element type, or "" if the template library has no variant for it.
+std::string scalarName(Type t) {
+  if (t.isF16())
+    return "half";
+  if (t.isBF16())
+    return "bfloat16";
+  if (t.isF32())
+    return "float";
+  if (t.isF64())
+    return "double";
+  if (auto it = dyn_cast<IntegerType>(t)) {
+    if (it.getWidth() == 1)
+      return "bool";
+    return (it.isUnsigned() ? "uint" : "int") + std::to_string(it.getWidth());
+  }
+  return "";
+}
+
+/// Name of a value type: scalars as above; `T_ptr` for a pointer to T; `T_ptr_<r>d` for a
+/// rank-r memref of T; `T_<r>d` for a rank-r tensor of T (`ptr_<r>d` for a tensor of pointers).
+std::string valueName(Type t) {
+  if (isa<LLVM::LLVMPointerType>(t))
+    return "ptr";
+  if (auto m = dyn_cast<MemRefType>(t)) {
+    std::string elem = scalarName(m.getElementType());
+    if (elem.empty())
+      return "";
+    return m.getRank() == 0 ? elem + "_ptr" : elem + "_ptr_" + std::to_string(m.getRank()) + "d";
+  }
+  if (auto r = dyn_cast<RankedTensorType>(t)) {
+    std::string elem = valueName(r.getElementType());
+    if (elem.empty())
+      return "";
+    return elem + "_" + std::to_string(r.getRank()) + "d";
+  }
+  return scalarName(t);
+}
+
+//===----------------------------------------------------------------------===//
+// Table 3.3: symbols
+//===----------------------------------------------------------------------===//
+
+/// The aclshmem symbol for `op`; on failure emits an error at `op`.
+FailureOr<std::string> symbolFor(Operation *op) {
+  auto fail = [&](const Twine &why) -> FailureOr<std::string> {
+    op->emitOpError() << "cannot be lowered to HIVM: " << why;
+    return failure();
+  };
+  if (auto symm = dyn_cast<SymmAtOp>(op)) {
+    Type pointee = symm.getPointeeType();
+    if (!pointee)
+      return fail("an opaque !llvm.ptr needs an 'elem_type' attribute to pick aclshmem_ptr_<T>");
+    std::string name = scalarName(pointee);
+    if (name.empty())
+      return fail("no aclshmem_ptr variant for element type");
+    return "aclshmem_ptr_" + name;
+  }
+  if (isa<GetRankOp>(op))
+    return std::string("aclshmem_my_pe");
+  if (isa<GetNumRanksOp>(op))
+    return std::string("aclshmem_n_pes");
+  if (auto notify = dyn_cast<NotifyOp>(op)) {
+    auto sig = cast<IntegerType>(notify.getSignalType());
+    if (sig.getWidth() == 32)
+      return std::string("aclshmemx_signal_op");
+    // 64-bit signals go through aclshmem_<T>_p, a plain put: there is no add.
+    if (notify.getSigOp() != SignalOp::SET)
+      return fail("a 64-bit signal supports only sig_op = set on Ascend "
+                  "(aclshmem_int64_p / aclshmem_uint64_p are puts); use an i32 signal to add");
+    return std::string(sig.isUnsigned() ? "aclshmem_uint64_p" : "aclshmem_int64_p");
+  }
+  if (auto ct = dyn_cast<ConsumeTokenOp>(op)) {
+    std::string name = valueName(ct.getInput().getType());
+    if (name.empty())
+      return fail("no aclshmem_consume_token variant for the input type");
+    return "aclshmem_consume_token_" + name;
+  }
+  if (auto wait = dyn_cast<WaitOp>(op))
+    return "aclshmem_wait_" + scalarName(wait.getWaitValue().getType());
+  if (auto call = dyn_cast<ExternCallOp>(op))
+    return call.getSymbol().str();
+  return fail("unknown distributed op");
+}
+
+//===----------------------------------------------------------------------===//
+// Table 3.4: core type
+//===----------------------------------------------------------------------===//
+
+struct PrefixRule {
+  llvm::StringLiteral prefix;
+  hivm::TCoreType core;
+};
+
+// Checked in order; the first matching prefix wins.
+constexpr PrefixRule kCorePrefixTable[] = {
+    {"aclshmem_barrier_all", hivm::TCoreType::CUBE_AND_VECTOR},
+    {"aclshmemx_barrier_all_vec", hivm::TCoreType::VECTOR},
+    {"aclshmem_putmem_signal_nbi", hivm::TCoreType::VECTOR},
+    {"aclshmem_putmem_signal", hivm::TCoreType::VECTOR},
+    {"aclshmem_putmem_nbi", hivm::TCoreType::VECTOR},
+    {"aclshmem_getmem_nbi", hivm::TCoreType::VECTOR},
+    {"aclshmem_putmem", hivm::TCoreType::VECTOR},
+    {"aclshmem_getmem", hivm::TCoreType::VECTOR},
+};
+
+hivm::TCoreType tcoreTypeFor(StringRef symbol, bool existDot) {
+  for (const PrefixRule &rule : kCorePrefixTable)
+    if (symbol.starts_with(rule.prefix))
+      return rule.core;
+  // Without a dot the kernel is a pure vector (AIV) kernel; with one, a communication op must
+  // exist in both the cube and the vector function after the mix-kernel split.
+  return existDot ? hivm::TCoreType::CUBE_AND_VECTOR : hivm::TCoreType::VECTOR;
+}
+
+/// The seed's symbol-to-pipe table is declared but empty: everything is PIPE_S (scalar).
+hivm::Pipe pipeFor(StringRef) { return hivm::Pipe::PIPE_S; }
+
+bool isMatmulLike(Operation *op) {
+  if (op->hasAttr("tdist.dot"))
+    return true;
+  StringRef name = op->getName().getStringRef();
+  return llvm::is_contained({"linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a",
+                             "linalg.matmul_transpose_b", "linalg.batch_matmul_transpose_a",
+                             "linalg.batch_matmul_transpose_b", "linalg.batch_reduce_matmul",
+                             "linalg.contract", "vector.contract", "tt.dot", "tt.dot_scaled"},
+                            name);
+}
+
+//===----------------------------------------------------------------------===//
+// Operands and results
+//===----------------------------------------------------------------------===//
+
+/// The `ins` of the custom op: the source operands, plus the SignalOp code for signal_op.
+SmallVector<Value> customInputs(Operation *op, PatternRewriter &rewriter) {
+  if (auto notify = dyn_cast<NotifyOp>(op)) {
+    if (cast<IntegerType>(notify.getSignalType()).getWidth() == 32) {
+      // aclshmemx_signal_op(sig_addr, signal, sig_op, pe)
+      Value code = arith::ConstantIntOp::create(
+          rewriter, op->getLoc(), static_cast<int64_t>(notify.getSigOp()), 32);
+      return {notify.getSigAddr(), notify.getSignalVal(), code, notify.getRank()};
+    }
+    // aclshmem_<T>_p(dst, value, pe)
+    return {notify.getSigAddr(), notify.getSignalVal(), notify.getRank()};
+  }
+  return llvm::to_vector(op->getOperands());
+}
+
+/// A ranked-tensor result with dynamic dimensions takes its sizes from an operand of the same
+/// type; null if there is none.
+Value sizeSourceFor(Operation *op, RankedTensorType type) {
+  for (Value v : op->getOperands())
+    if (v.getType() == type)
+      return v;
+  return {};
+}
+
+/// Errors the rewrite could not report (the greedy driver would silently skip the op).
+LogicalResult checkLowerable(Operation *op) {
+  if (failed(symbolFor(op)))
+    return failure();
+  for (auto [i, type] : llvm::enumerate(op->getResultTypes())) {
+    auto rt = dyn_cast<RankedTensorType>(type);
+    if (rt && !rt.hasStaticShape() && !sizeSourceFor(op, rt))
+      return op->emitOpError() << "cannot be lowered to HIVM: result #" << i
+                               << " is a dynamically shaped tensor and no operand of type " << rt
+                               << " gives the sizes of its DPS init";
+  }
+  return success();
+}
+
+/// Indices into `inputs` of pointer operands that are entry-block arguments of the enclosing
+/// function (the global-memory kernel arguments). Pointers computed in the body (e.g. by
+/// address arithmetic or symm_at) and tensors of pointers are not included.
+SmallVector<int32_t> gmAddrArgIndices(Operation *op, ValueRange inputs) {
+  SmallVector<int32_t> indices;
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  if (!func || func.isExternal())
+    return indices;
+  Block *entry = &func.getFunctionBody().front();
+  for (auto [i, v] : llvm::enumerate(inputs)) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner() == entry && isPointerType(v.getType()))
+      indices.push_back(static_cast<int32_t>(i));
+  }
+  return indices;
+}
+
+bool hasNoMemoryEffect(Operation *op) {
+  auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+  return iface && iface.hasNoEffect();
+}
+
+//===----------------------------------------------------------------------===//
+// The conversion template
+//===----------------------------------------------------------------------===//
+
+template <typename SourceOp>
+struct DistToCustom : OpRewritePattern<SourceOp> {
+  DistToCustom(MLIRContext *ctx, bool existDot)
+      : OpRewritePattern<SourceOp>(ctx), existDot(existDot) {}
+
+  LogicalResult matchAndRewrite(SourceOp concreteOp, PatternRewriter &rewriter) const override {
+    Operation *op = concreteOp.getOperation();
+    FailureOr<std::string> symbol = symbolFor(op);
+    if (failed(symbol))
+      return failure();
+    Location loc = op->getLoc();
+    MLIRContext *ctx = op->getContext();
+
+    SmallVector<Value> inputs = customInputs(op, rewriter);
+
+    // DPS: every ranked-tensor result gets a tensor.empty init in `outs`.
+    SmallVector<Value> outputs;
+    for (Type type : op->getResultTypes()) {
+      auto rt = dyn_cast<RankedTensorType>(type);
+      if (!rt)
+        continue;
+      SmallVector<Value> dynSizes;
+      if (!rt.hasStaticShape()) {
+        Value source = sizeSourceFor(op, rt);
+        for (int64_t d = 0; d < rt.getRank(); ++d)
+          if (rt.isDynamicDim(d))
+            dynSizes.push_back(tensor::DimOp::create(rewriter, loc, source, d));
+      }
+      outputs.push_back(
+          tensor::EmptyOp::create(rewriter, loc, rt.getShape(), rt.getElementType(), dynSizes));
+    }
+
+    auto custom = hivm::CustomOp::create(rewriter, loc, op->getResultTypes(),
+                                         rewriter.getStringAttr("dist." + *symbol), inputs,
+                                         outputs);
+    custom->setAttr(hivm::kIsDistributedAttr, rewriter.getUnitAttr());
+    custom->setAttr(hivm::kPipeAttr, hivm::PipeAttr::get(ctx, pipeFor(*symbol)));
+    custom->setAttr(hivm::kTCoreTypeAttr,
+                    hivm::TCoreTypeAttr::get(ctx, tcoreTypeFor(*symbol, existDot)));
+    custom->setAttr(hivm::kVFModeAttr, hivm::VFModeAttr::get(ctx, hivm::VFMode::SIMD));
+    custom->setAttr(hivm::kSymbolAttr, rewriter.getStringAttr(*symbol));
+    if (hasNoMemoryEffect(op))
+      custom->setAttr(hivm::kNoSideEffectAttr, rewriter.getUnitAttr());
+    SmallVector<int32_t> gm = gmAddrArgIndices(op, inputs);
+    if (!gm.empty())
+      custom->setAttr(hivm::kGmAddrArgsIndicesAttr, rewriter.getDenseI32ArrayAttr(gm));
+
+    if (op->getNumResults() == 0)
+      rewriter.eraseOp(op);
+    else
+      rewriter.replaceOp(op, custom->getResults());
+    return success();
+  }
+
+  bool existDot;
+};
+
+struct ConvertDistributedToHIVMPass
+    : mlir::tdist::impl::ConvertDistributedToHIVMBase<ConvertDistributedToHIVMPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    // 1. existDot.
+    bool existDot = module.walk([](Operation *op) {
+                            return isMatmulLike(op) ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+                          }).wasInterrupted();
+
+    SmallVector<Operation *> distOps;
+    bool ok = true;
+    module.walk([&](Operation *op) {
+      if (isDistributedOp(op)) {
+        distOps.push_back(op);
+        ok &= succeeded(checkLowerable(op));
+      }
+    });
+    if (!ok)
+      return signalPassFailure();
+    if (distOps.empty())
+      return;
+
+    // 2. One pattern per op.
+    RewritePatternSet patterns(ctx);
+    patterns.add<DistToCustom<WaitOp>, DistToCustom<ConsumeTokenOp>, DistToCustom<GetRankOp>,
+                 DistToCustom<GetNumRanksOp>, DistToCustom<SymmAtOp>, DistToCustom<NotifyOp>,
+                 DistToCustom<ExternCallOp>>(ctx, existDot);
+
+    // 3. Greedy, restricted to the distributed ops and without folding, so every other op of the
+    // module reaches the single-device stages exactly as it was.
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+    config.enableFolding(false);
+    config.enableConstantCSE(false);
+    if (failed(applyOpPatternsGreedily(distOps, std::move(patterns), config)))
+      return signalPassFailure();
+
+    WalkResult left = module.walk([](Operation *op) {
+      if (!isDistributedOp(op))
+        return WalkResult::advance();
+      op->emitOpError() << "was not lowered to HIVM";
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
