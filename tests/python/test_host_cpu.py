@@ -1,0 +1,97 @@
+"""Host package on CPU ranks (no GPU): bindings, errors, shmem.InitAttr, numpy tensors on the heap."""
+import multiprocessing as mp
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+tdist = pytest.importorskip("tdist", reason="tdist._C not built (cmake -DTDIST_BUILD_PYTHON=ON)")
+import shmem as ash  # noqa: E402
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def test_not_initialized_errors():
+    with pytest.raises(tdist.NotInitialized, match="before tdist_init"):
+        tdist.malloc(64)
+    with pytest.raises(tdist.NotInitialized):
+        ash.aclshmem_create_tensor([4], "float32")
+    assert issubclass(tdist.TimeoutError_, TimeoutError) and tdist.MallocFailed.code == -8
+
+
+def test_init_attr_validation():
+    a = ash.InitAttr()
+    a.my_rank, a.n_ranks, a.local_mem_size = 0, 2, 1 << 20
+    for ip, msg in (("127.0.0.1:9000", "must be 'tcp://host:port'"), ("tcp://127.0.0.1:80", "port must be")):
+        a.ip_port = ip
+        with pytest.raises(tdist.InvalidParam, match=msg):
+            a.validate()
+    a.ip_port = "tcp://127.0.0.1:9000"
+    a.my_rank = 2
+    with pytest.raises(tdist.InvalidParam, match=r"my_rank=2 must be in \[0, n_ranks=2\)"):
+        a.validate()
+    with pytest.raises(tdist.NotSupported, match="no TLS"):
+        ash.set_conf_store_tls(True, "cert")
+    assert ash.OpEngineType.MTE == 1 and ash.OpEngineType.UDMA == 8
+
+
+def _worker(rank, n, port, q):
+    try:
+        import numpy as np
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+        import shmem as ash
+        import tdist
+        ash.set_conf_store_tls(False, "")
+        a = ash.InitAttr()
+        a.my_rank, a.n_ranks, a.local_mem_size = rank, n, 1 << 20
+        a.ip_port = f"tcp://127.0.0.1:{port}"
+        a.option_attr.backend = "cpu"
+        ash.aclshmem_init(a)
+        seed = int.from_bytes(tdist.ctrl_broadcast(np.random.bytes(4), 0), "little")
+        t = ash.aclshmem_create_tensor([4, 8], dtype=np.float64)
+        t[:] = np.random.default_rng(seed + rank).standard_normal((4, 8))
+        ash.barrier_all()
+        results = {}
+        import ctypes
+        peer = (rank + 1) % n
+        raw = (ctypes.c_double * 32).from_address(ash.aclshmem_ptr(ash.data_ptr(t), peer))
+        results["peer_read"] = np.array_equal(np.frombuffer(raw, dtype=np.float64).reshape(4, 8),
+                                              np.random.default_rng(seed + peer).standard_normal((4, 8)))
+        try:
+            ash.aclshmem_create_tensor([4 + rank], dtype=np.float32)
+            results["mismatch"] = False
+        except tdist.CollectiveMismatch as e:
+            results["mismatch"] = "mismatch" in str(e)
+        try:
+            ash.check_symmetric(np.zeros(4))
+            results["check_symmetric"] = False
+        except tdist.InvalidParam:
+            results["check_symmetric"] = True
+        ash.barrier_all()
+        ash.aclshmem_free_tensor(t)
+        ash.aclshmem_finalize()
+        q.put((rank, results))
+    except Exception as e:  # report, never hang the parent
+        q.put((rank, repr(e)))
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_cpu_ranks(n):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    port = _free_port()
+    ps = [ctx.Process(target=_worker, args=(r, n, port, q)) for r in range(n)]
+    for p in ps:
+        p.start()
+    got = dict(q.get(timeout=120) for _ in ps)
+    for p in ps:
+        p.join(30)
+    for r in range(n):
+        assert got[r] == {"peer_read": True, "mismatch": True, "check_symmetric": True}, got
