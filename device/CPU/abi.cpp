@@ -211,13 +211,13 @@ void *translate(const void *addr, int pe) {
   }
   uintptr_t a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(s->heap_base);
   if (pe < 0 || pe >= s->n_pes) {
-    record_fault(TDIST_ERR_INVALID_PARAM, pe, a >= b ? a - b : 0, 0, 0, -1);
+    if (t_launch) record_fault(TDIST_ERR_INVALID_PARAM, pe, a >= b ? a - b : 0, 0, 0, -1);
     tdist::set_last_error(TDIST_ERR_INVALID_PARAM,
                           tdist::strfmt("tdist_ptr: PE %d out of range [0, %d)", pe, s->n_pes));
     return nullptr;
   }
   if (a < b || a >= b + s->heap_size) {
-    record_fault(TDIST_ERR_INVALID_PARAM, pe, 0, 0, a, -1);
+    if (t_launch) record_fault(TDIST_ERR_INVALID_PARAM, pe, 0, 0, a, -1);
     tdist::set_last_error(TDIST_ERR_INVALID_PARAM,
                           tdist::strfmt("tdist_ptr: %p is not a symmetric address (heap is [%p, %p))",
                                         addr, s->heap_base, static_cast<void *>(

@@ -87,7 +87,7 @@ std::string ControlPlane::broadcast(const std::string &data, int root) {
 
 void ControlPlane::finalize() {
   if (!client_) return;
-  client_->finalize();
+  client_->finalize(/*wait_for_close=*/rank() != 0);
   client_.reset();
   server_.reset();  // rank 0: waits (bounded) for every rank to finalize
 }

@@ -141,6 +141,7 @@ struct StoreServer::Impl {
   std::string failure;                              // non-empty once a rank was lost
   std::set<int> finalized_ranks;
   std::set<int> seen_ranks;
+  std::set<int> gone_ranks;  // connection closed (after finalize, or lost)
   std::mutex mu;  // guards finalized_ranks / seen_ranks for the destructor
 
   void fail_all(const std::string &why) {
@@ -157,6 +158,10 @@ struct StoreServer::Impl {
     conns.erase(it);
     for (auto &[key, fds] : waiters) std::erase(fds, fd);
     ::close(fd);
+    if (c.rank >= 0) {
+      std::lock_guard<std::mutex> g(mu);
+      gone_ranks.insert(c.rank);
+    }
     if (c.rank >= 0 && !c.finalized && !stop.load())
       fail_all(strfmt("rank %d lost (%s before finalize)", c.rank, why));
   }
@@ -339,15 +344,19 @@ StoreServer::~StoreServer() {
   while (Clock::now() < deadline) {
     {
       std::lock_guard<std::mutex> g(impl_->mu);
-      if (impl_->finalized_ranks.size() >= impl_->seen_ranks.size()) break;
+      bool all_done = true;
+      for (int r : impl_->seen_ranks)
+        if (!impl_->finalized_ranks.count(r) && !impl_->gone_ranks.count(r)) all_done = false;
+      if (all_done) break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   impl_->stop.store(true);
   if (impl_->wake_pipe[1] >= 0) (void)!::write(impl_->wake_pipe[1], "x", 1);
   if (impl_->thread.joinable()) impl_->thread.join();
-  for (auto &[fd, c] : impl_->conns) ::close(fd);
+  // Listener first: once a client sees its connection close, a new job may bind the same port.
   if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
+  for (auto &[fd, c] : impl_->conns) ::close(fd);
   for (int f : impl_->wake_pipe)
     if (f >= 0) ::close(f);
 }
@@ -450,6 +459,19 @@ int64_t StoreClient::add(const std::string &k, int64_t d) {
 }
 bool StoreClient::check(const std::string &k) { return request(StoreOp::kCheck, k, "") == "1"; }
 void StoreClient::del(const std::string &k) { request(StoreOp::kDel, k, ""); }
-void StoreClient::finalize() { request(StoreOp::kFinalize, "", ""); }
+void StoreClient::finalize(bool wait_for_close) {
+  request(StoreOp::kFinalize, "", "");
+  if (!wait_for_close) return;
+  // The server closes every connection after its listener when the job ends; waiting for that
+  // means a re-initialised job can never reach the old store.
+  auto deadline = Clock::now() + std::chrono::duration<double>(op_timeout_s_);
+  char b;
+  while (Clock::now() < deadline) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0 && ::recv(fd_, &b, 1, 0) <= 0) break;
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
 
 }  // namespace tdist

@@ -68,7 +68,8 @@ class StoreClient {
   int64_t add(const std::string &key, int64_t delta);
   bool check(const std::string &key);
   void del(const std::string &key);
-  void finalize();
+  // Leave the job cleanly; with wait_for_close, return once the server has shut down.
+  void finalize(bool wait_for_close = false);
 
  private:
   std::string request(StoreOp op, const std::string &key, const std::string &value);

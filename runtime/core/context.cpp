@@ -151,6 +151,9 @@ void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) 
                  c.alloc->largest_free());
   } else {
     rec.offset = int64_t(*off);
+    // calloc zeroes before the agreement round: when any PE returns, every PE has zeroed, so a
+    // peer's first put cannot be wiped by a late memset. The range is free memory either way.
+    if (op == kOpCalloc) c.transport->zero(*off, size);
   }
   auto recs = agree(c, rec, why, api);
   for (size_t pe = 0; pe < recs.size(); ++pe)
@@ -158,7 +161,6 @@ void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) 
                 "%s: heaps diverged: PE %zu got offset %lld, PE %d got %lld", api, pe,
                 (long long)recs[pe].offset, c.state.my_pe, (long long)rec.offset);
   c.alloc->commit(*off, size);
-  if (op == kOpCalloc) c.transport->zero(*off, size);
   return static_cast<char *>(c.state.heap_base) + *off;
 }
 

@@ -1,0 +1,184 @@
+// The bootstrap store in one process: protocol checks and hostile clients.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/store.hpp"
+#include "core/error.hpp"
+
+using namespace tdist;
+
+namespace {
+
+StoreAddress loopback(int port) { return StoreAddress{false, "127.0.0.1", port}; }
+
+int raw_connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  return fd;
+}
+
+// Reads until EOF or 1 s; returns what arrived.
+std::string drain(int fd) {
+  timeval tv{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string s;
+  char buf[4096];
+  ssize_t k;
+  while ((k = recv(fd, buf, sizeof buf, 0)) > 0) s.append(buf, size_t(k));
+  return s;
+}
+
+}  // namespace
+
+TEST(StoreAddress, Parses) {
+  auto a = parse_store_address("tcp://127.0.0.1:8666");
+  EXPECT_FALSE(a.ipv6);
+  EXPECT_EQ(a.host, "127.0.0.1");
+  EXPECT_EQ(a.port, 8666);
+  auto b = parse_store_address("tcp6://[::1]:9000");
+  EXPECT_TRUE(b.ipv6);
+  EXPECT_EQ(b.host, "::1");
+  EXPECT_EQ(b.port, 9000);
+  for (const char *bad : {"udp://1.2.3.4:5", "tcp://host", "tcp://host:99999", "tcp6://::1:80",
+                          "tcp://:80x", "", "tcp6://[::1]"}) {
+    try {
+      parse_store_address(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error &e) {
+      EXPECT_EQ(e.code(), TDIST_ERR_INVALID_PARAM) << bad;
+    }
+  }
+}
+
+TEST(StoreProtocol, HeaderValidation) {
+  EXPECT_EQ(validate_frame_header({kStoreMagic, 2, 10, 10}), "");
+  EXPECT_NE(validate_frame_header({0xdeadbeef, 2, 0, 0}).find("magic"), std::string::npos);
+  EXPECT_NE(validate_frame_header({kStoreMagic, 2, kStoreMaxKey + 1, 0}).find("key length"), std::string::npos);
+  EXPECT_NE(validate_frame_header({kStoreMagic, 2, 0, kStoreMaxValue + 1}).find("value length"), std::string::npos);
+  EXPECT_NE(validate_frame_header({kStoreMagic, 55, 0, 0}).find("unknown op"), std::string::npos);
+}
+
+TEST(Store, SetGetAddAcrossClients) {
+  StoreServer server(loopback(0), 2, "s3cret");
+  int port = server.port();
+  StoreClient c0(loopback(port), 0, "s3cret", 5, 5), c1(loopback(port), 1, "s3cret", 5, 5);
+  std::thread t([&] { EXPECT_EQ(c1.get("k"), "value"); });  // blocks until c0 sets it
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c0.set("k", "value");
+  t.join();
+  EXPECT_EQ(c0.add("n", 3), 3);
+  EXPECT_EQ(c1.add("n", 4), 7);
+  EXPECT_TRUE(c1.check("k"));
+  c1.del("k");
+  EXPECT_FALSE(c0.check("k"));
+  c0.finalize();
+  c1.finalize();
+}
+
+TEST(Store, GetTimesOutWithKeyName) {
+  StoreServer server(loopback(0), 1, "");
+  StoreClient c(loopback(server.port()), 0, "", 5, 0.2);
+  try {
+    c.get("never-set");
+    ADD_FAILURE() << "get returned";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.code(), TDIST_ERR_TIMEOUT);
+    EXPECT_NE(std::string(e.what()).find("never-set"), std::string::npos);
+  }
+}
+
+TEST(Store, ForeignClientsCannotJoinOrBreakIt) {
+  StoreServer server(loopback(0), 2, "right");
+  int port = server.port();
+  // wrong secret
+  try {
+    StoreClient bad(loopback(port), 0, "wrong", 5, 5);
+    ADD_FAILURE() << "joined with a wrong secret";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("authentication failed"), std::string::npos) << e.what();
+  }
+  // garbage bytes
+  {
+    int fd = raw_connect(port);
+    const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_GT(send(fd, junk, sizeof junk, 0), 0);
+    std::string reply = drain(fd);
+    EXPECT_NE(reply.find("protocol error"), std::string::npos);
+    close(fd);
+  }
+  // oversize length: rejected from the header, before any allocation
+  {
+    int fd = raw_connect(port);
+    FrameHeader h{kStoreMagic, uint32_t(StoreOp::kSet), 16, 0xFFFFFFF0u};
+    ASSERT_EQ(send(fd, &h, sizeof h, 0), ssize_t(sizeof h));
+    EXPECT_NE(drain(fd).find("value length"), std::string::npos);
+    close(fd);
+  }
+  // request before HELLO, and early disconnect mid-frame
+  {
+    int fd = raw_connect(port);
+    FrameHeader h{kStoreMagic, uint32_t(StoreOp::kGet), 1, 0};
+    send(fd, &h, sizeof h, 0);
+    send(fd, "k", 1, 0);
+    EXPECT_NE(drain(fd).find("first message must be HELLO"), std::string::npos);
+    close(fd);
+    int fd2 = raw_connect(port);
+    send(fd2, &h, 8, 0);  // half a header, then gone
+    close(fd2);
+  }
+  // rank out of range
+  try {
+    StoreClient bad(loopback(port), 7, "right", 5, 5);
+    ADD_FAILURE();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos);
+  }
+  // the real job is unaffected
+  StoreClient c0(loopback(port), 0, "right", 5, 5), c1(loopback(port), 1, "right", 5, 5);
+  c0.set("a", "1");
+  EXPECT_EQ(c1.get("a"), "1");
+  // a second rank 0 is refused
+  try {
+    StoreClient dup(loopback(port), 0, "right", 5, 5);
+    ADD_FAILURE();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("joined twice"), std::string::npos);
+  }
+  c0.finalize();
+  c1.finalize();
+}
+
+TEST(Store, LostRankFailsEveryoneWithItsName) {
+  StoreServer server(loopback(0), 3, "");
+  int port = server.port();
+  StoreClient c0(loopback(port), 0, "", 5, 5);
+  std::string err;
+  std::thread waiter([&] {
+    try {
+      c0.get("never");
+    } catch (const Error &e) {
+      err = e.what();
+    }
+  });
+  {
+    StoreClient c2(loopback(port), 2, "", 5, 5);
+  }  // rank 2 disconnects without finalize
+  waiter.join();
+  EXPECT_NE(err.find("rank 2 lost"), std::string::npos) << err;
+  try {
+    c0.set("x", "y");
+    ADD_FAILURE();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("rank 2 lost"), std::string::npos);
+  }
+}
