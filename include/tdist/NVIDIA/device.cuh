@@ -83,7 +83,9 @@
 #ifdef TDIST_NV_STATE_EXTERN
 extern "C" TDISTI_NV_DEV tdist_device_state_t *tdisti_device_state;
 #else
-extern "C" TDISTI_NV_DEV tdist_device_state_t *tdisti_device_state = 0;
+extern "C" {
+TDISTI_NV_DEV tdist_device_state_t *tdisti_device_state = 0;
+}
 #endif
 
 #ifdef __NVCC__
@@ -780,7 +782,8 @@ TDISTI_NV_ABI int64_t tdistx_consume_token_ptr_i64(int64_t value, int32_t token)
 /* ======================================================================================
  * Host side (nvcc / clang CUDA with the runtime API): bind this module's state pointer.
  * ====================================================================================== */
-#if !defined(TDIST_NV_BITCODE) && (defined(__NVCC__) || defined(__CUDA_RUNTIME_H__))
+#if !defined(TDIST_NV_BITCODE) && !defined(TDIST_NV_NO_RUNTIME_API) && \
+    (defined(__NVCC__) || defined(__CUDA_RUNTIME_H__))
 #include "tdist/NVIDIA/host.h"
 /** Copy the device-state pointer of the initialised tdist into this module's
  *  `tdisti_device_state` (each .cu file is its own module without -rdc: call it once per file,
