@@ -1,0 +1,251 @@
+// NVIDIA backend benchmarks. Run under tdist-run (several ranks on one GPU run under MPS):
+//   tdist-run -n 2 -- tdist_gpu_bench pingpong   signal round trip: tdist API vs raw PTX floor
+//   tdist-run -n 1 -- tdist_gpu_bench put        block putmem vs cudaMemcpy D2D, same bytes
+//   tdist-run -n N -- tdist_gpu_bench barrier    device tdist_barrier_all latency
+// Each prints a ratio against a baseline measured in the same run (medians of repeated runs).
+#include "tdist/NVIDIA/device.cuh"
+#include "tdist/tdist.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CK(call)                                                                                \
+  do {                                                                                          \
+    cudaError_t e_ = (call);                                                                    \
+    if (e_ != cudaSuccess) {                                                                    \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                             \
+    }                                                                                           \
+  } while (0)
+#define TD(call)                                                                                      \
+  do {                                                                                                \
+    if ((call) != TDIST_SUCCESS) {                                                                    \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, tdist_last_error_message()); \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
+  } while (0)
+
+namespace {
+
+int me() { return tdist_host_device_state()->my_pe; }
+int npes() { return tdist_host_device_state()->n_pes; }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// ---- ping-pong between PE 0 and PE 1: time per round trip measured on PE 0 (globaltimer) ----
+__global__ void pingpong_tdist(uint64_t *flag, int iters, uint64_t base, unsigned long long *ns) {
+  const int me = tdist_my_pe(), peer = 1 - me;
+  uint64_t t0 = 0;
+  for (int i = 1; i <= iters; ++i) {
+    const uint64_t v = base + i;
+    if (i == 2) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    if (me == 0) {
+      tdist_signal_op(flag, v, TDIST_SIGNAL_SET, peer);
+      tdist_signal_wait_until(flag, TDIST_CMP_EQ, v);
+    } else {
+      tdist_signal_wait_until(flag, TDIST_CMP_EQ, v);
+      tdist_signal_op(flag, v, TDIST_SIGNAL_SET, peer);
+    }
+  }
+  uint64_t t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  *ns = t1 - t0;
+}
+
+// The floor: the same exchange with bare PTX on precomputed addresses, no tdist at all.
+__global__ void pingpong_raw(uint64_t *mine, uint64_t *theirs, int me, int iters, uint64_t base,
+                             unsigned long long *ns) {
+  uint64_t t0 = 0;
+  for (int i = 1; i <= iters; ++i) {
+    const uint64_t v = base + i;
+    if (i == 2) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    uint64_t x;
+    if (me == 0) {
+      asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(theirs), "l"(v) : "memory");
+      do asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(x) : "l"(mine) : "memory");
+      while (x != v);
+    } else {
+      do asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(x) : "l"(mine) : "memory");
+      while (x != v);
+      asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(theirs), "l"(v) : "memory");
+    }
+  }
+  uint64_t t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  *ns = t1 - t0;
+}
+
+void bench_pingpong() {
+  if (npes() < 2) {
+    std::printf("pingpong: needs 2 PEs\n");
+    return;
+  }
+  auto *flags = static_cast<uint64_t *>(tdist_calloc(2, 64));
+  unsigned long long *ns;
+  CK(cudaMalloc(&ns, sizeof *ns));
+  const tdist_device_state_t *s = tdist_host_device_state();
+  const bool active = me() < 2;
+  uint64_t *mine = flags + 8, *theirs = nullptr;
+  if (active) {
+    int64_t off = tdist_heap_offset(mine);
+    theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[1 - me()]) + off);
+  }
+  const int iters = 20000, reps = 7;
+  std::vector<double> t_api, t_raw;
+  uint64_t base = 0;
+  for (int r = 0; r < reps + 1; ++r) {  // first rep of each is warm-up
+    for (int kind = 0; kind < 2; ++kind) {
+      TD(tdist_host_barrier_all());
+      if (active) {
+        if (kind == 0)
+          pingpong_tdist<<<1, 1>>>(flags, iters, base, ns);
+        else
+          pingpong_raw<<<1, 1>>>(mine, theirs, me(), iters, base, ns);
+        CK(cudaDeviceSynchronize());
+        TD(tdist_cuda_check_fault(nullptr));
+        unsigned long long h;
+        CK(cudaMemcpy(&h, ns, sizeof h, cudaMemcpyDeviceToHost));
+        if (r > 0) (kind == 0 ? t_api : t_raw).push_back(double(h) / (iters - 1) / 1000.0);
+      }
+      base += iters;
+    }
+  }
+  if (me() == 0) {
+    double a = median(t_api), b = median(t_raw);
+    std::printf("pingpong n_pes=%d iters=%d: tdist signal_op+wait_until %.3f us/round trip, raw PTX %.3f us, "
+                "ratio %.3f (goal <= 1.05)\n",
+                npes(), iters, a, b, a / b);
+  }
+  TD(tdist_host_barrier_all());
+  cudaFree(ns);
+  TD(tdist_free(flags));
+}
+
+// ---- block putmem bandwidth vs cudaMemcpy D2D of the same bytes into the same peer mapping ----
+__global__ void put_blocks(char *dst, const char *src, size_t chunk, size_t total, int pe) {
+  size_t off = size_t(blockIdx.x) * chunk;
+  if (off >= total) return;
+  size_t n = std::min(chunk, total - off);
+  tdistx_putmem_nbi_block(dst + off, src + off, n, pe);
+}
+
+void bench_put() {
+  const size_t total = size_t(1) << 30;
+  char *dst = static_cast<char *>(tdist_malloc(total));
+  char *src = static_cast<char *>(tdist_malloc(total));
+  if (!dst || !src) TD(-1);
+  const int pe = (me() + 1) % npes();
+  char *peer_dst = static_cast<char *>(tdist_host_device_state()->p2p_heap_base[pe]) + tdist_heap_offset(dst);
+  CK(cudaMemset(src, 0x3C, total));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, tdist_cuda_device()));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  const bool active = me() == 0;
+  std::printf("put: PE %d, %d SMs visible to this process\n", me(), sms);
+  std::vector<int> block_counts = {sms, 2 * sms, 4 * sms};
+  double best_put = 0;
+  int best_blocks = 0;
+  std::vector<double> t_copy;
+  for (int cfg = 0; cfg <= int(block_counts.size()); ++cfg) {
+    std::vector<double> t;
+    for (int r = 0; r < 12; ++r) {
+      TD(tdist_host_barrier_all());
+      if (!active) continue;
+      CK(cudaEventRecord(e0));
+      if (cfg < int(block_counts.size())) {
+        int blocks = block_counts[cfg];
+        size_t chunk = (total / blocks + 15) / 16 * 16;
+        put_blocks<<<blocks, 512>>>(dst, src, chunk, total, pe);
+      } else {
+        CK(cudaMemcpyAsync(peer_dst, src, total, cudaMemcpyDeviceToDevice));
+      }
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      if (r >= 2) t.push_back(ms);
+    }
+    if (!active) continue;
+    TD(tdist_cuda_check_fault(nullptr));
+    double gbs = total / (median(t) * 1e-3) / 1e9;  // bytes moved (one direction)
+    if (cfg < int(block_counts.size())) {
+      std::printf("put: tdistx_putmem_nbi_block x %d CTAs x 512 threads: %.1f GB/s (%.3f ms)\n",
+                  block_counts[cfg], gbs, median(t));
+      if (gbs > best_put) best_put = gbs, best_blocks = block_counts[cfg];
+    } else {
+      std::printf("put: cudaMemcpyAsync D2D into the peer mapping: %.1f GB/s (%.3f ms)\n", gbs, median(t));
+      std::printf("put n_pes=%d bytes=%zu: block putmem %.1f GB/s (%d CTAs) vs cudaMemcpy %.1f GB/s, ratio %.3f "
+                  "(goal >= 0.9)\n",
+                  npes(), total, best_put, best_blocks, gbs, best_put / gbs);
+    }
+  }
+  TD(tdist_host_barrier_all());
+  TD(tdist_free(src));
+  TD(tdist_free(dst));
+}
+
+// ---- device barrier latency ----
+__global__ void barrier_loop(int iters) {
+  for (int i = 0; i < iters; ++i) tdist_barrier_all();
+}
+
+void bench_barrier() {
+  const int iters = 5000;
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> t;
+  for (int r = 0; r < 6; ++r) {
+    TD(tdist_host_barrier_all());
+    CK(cudaEventRecord(e0));
+    barrier_loop<<<1, 32>>>(iters);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    TD(tdist_cuda_check_fault(nullptr));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r > 0) t.push_back(ms * 1000.0 / iters);
+  }
+  // Report the slowest PE's median (every PE leaves a barrier only when all arrived).
+  double mine = median(t);
+  std::vector<double> all(npes());
+  TD(tdist_ctrl_allgather(&mine, all.data(), sizeof mine));
+  if (me() == 0)
+    std::printf("barrier n_pes=%d: tdist_barrier_all (1 CTA per PE) %.3f us per barrier (PE medians %.3f..%.3f)\n",
+                npes(), *std::max_element(all.begin(), all.end()), *std::min_element(all.begin(), all.end()),
+                *std::max_element(all.begin(), all.end()));
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::string mode = argc > 1 ? argv[1] : "all";
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("tdist_gpu_bench: no GPU visible; nothing to measure\n");
+    return 0;
+  }
+  tdist_init_attr_t a;
+  tdist_init_attr_default(&a);
+  a.local_mem_size = mode == "put" || mode == "all" ? (size_t(2) << 30) + (64 << 20) : (64 << 20);
+  a.option_attr.backend = TDIST_BACKEND_CUDA;
+  if (a.option_attr.wait_timeout_ms == 0) a.option_attr.wait_timeout_ms = 30000;
+  TD(tdist_init_from_env(&a));
+  TD(tdist_cuda_bind_state());
+  if (mode == "pingpong" || mode == "all") bench_pingpong();
+  if (mode == "put" || mode == "all") bench_put();
+  if (mode == "barrier" || mode == "all") bench_barrier();
+  TD(tdist_finalize());
+  return 0;
+}
