@@ -134,7 +134,7 @@ void bench_pingpong() {
 __global__ void put_blocks(char *dst, const char *src, size_t chunk, size_t total, int pe) {
   size_t off = size_t(blockIdx.x) * chunk;
   if (off >= total) return;
-  size_t n = std::min(chunk, total - off);
+  size_t n = chunk < total - off ? chunk : total - off;
   tdistx_putmem_nbi_block(dst + off, src + off, n, pe);
 }
 
