@@ -3,7 +3,10 @@
 // Ordering: signals are std::atomic_ref release stores / fetch_adds on the peer's mapping of the
 // slot; waits are acquire loads. Data moved with memcpy before a release is visible to a PE that
 // acquires the signal (C++ happens-before through the shared mapping).
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <atomic>
@@ -38,7 +41,34 @@ struct LaunchCtx {
   // grid barrier (tdist_barrier_all inside a launch)
   std::atomic<uint32_t> arrived{0};
   std::atomic<uint64_t> generation{0};
+  uint32_t sleepers = 0, futex = 0;  // futex pair for programs asleep in the grid barrier
 };
+
+// ---- sleeping waits. A waiter that stops spinning announces itself in the sleepers count of the
+// PE whose memory it watches, then sleeps on that PE's futex word; every writer of PE memory
+// (signals, notify, p, put) bumps the word and wakes when the count is nonzero. Both sides are
+// seq_cst (store value / load count vs. add count / load value), so no wake-up is lost; the sleep
+// is also bounded (1 ms) as a second line of defence.
+long futex(uint32_t *addr, int op, uint32_t val, const timespec *ts) {
+  return syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
+}
+
+void wake_words(uint32_t *sleepers, uint32_t *word) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (std::atomic_ref<uint32_t>(*sleepers).load(std::memory_order_seq_cst) == 0) return;
+  std::atomic_ref<uint32_t>(*word).fetch_add(1, std::memory_order_seq_cst);
+  futex(word, FUTEX_WAKE, INT32_MAX, nullptr);
+}
+
+uint32_t *pe_word(int pe, uint32_t off) {
+  tdist_device_state_t *s = tdisti_cpu_device_state;
+  return reinterpret_cast<uint32_t *>(static_cast<char *>(s->p2p_heap_base[pe]) + off);
+}
+
+// Wake the waiters sleeping on PE `pe`'s memory (after a write to it).
+inline void wake_pe(int pe) {
+  if (tdisti_cpu_device_state) wake_words(pe_word(pe, TDIST_SYNC_SLEEPERS_OFF), pe_word(pe, TDIST_SYNC_FUTEX_OFF));
+}
 
 std::mutex g_fault_mu;
 
@@ -100,35 +130,52 @@ void locate(const void *addr, int *pe, uint64_t *off) {
   }
 }
 
-// Generic bounded wait: spin, then yield, then sleep with exponential back-off up to 1 ms.
-// Returns true when `ready()` held, false on timeout or an earlier fault (sticky).
+// Generic bounded wait: spin (cheapest while every PE has a core), then sleep on the futex of
+// the PE whose memory holds `addr` (or on `sleepers`/`word` when given, for process-local
+// waits). Returns true when `ready()` held, false on timeout or an earlier fault (sticky).
 template <class Ready>
 bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp,
-                  uint64_t (*seen)(const void *)) {
-  if (ready()) return true;
+                  uint64_t (*seen)(const void *), uint32_t *sleepers = nullptr,
+                  uint32_t *word = nullptr) {
+  for (int i = 0; i < 256; ++i)  // the common, short wait: no clock, no syscalls
+    if (ready()) return true;
   tdist_device_state_t *s = state();
   if (faulted()) return false;
-  uint64_t spins = s->spin_before_backoff;
-  uint64_t deadline = s->wait_timeout_ns ? now_ns() + s->wait_timeout_ns : 0;
-  uint64_t sleep_ns = 1000;
-  for (uint64_t i = 0;; ++i) {
-    if (ready()) return true;
-    if (i < spins) continue;
-    if (s->fault_code) return false;  // another program of this PE already faulted
-    if (i < spins + 64) {
-      sched_yield();
-    } else {
-      timespec ts{0, long(sleep_ns)};
-      nanosleep(&ts, nullptr);
-      sleep_ns = std::min<uint64_t>(sleep_ns * 2, 1000000);
+  const uint64_t start = now_ns();
+  const uint64_t spin_until = start + s->spin_before_backoff_ns;
+  const uint64_t deadline = s->wait_timeout_ns ? start + s->wait_timeout_ns : UINT64_MAX;
+  if (!sleepers) {
+    int pe;
+    uint64_t off;
+    locate(addr, &pe, &off);
+    if (pe >= 0) {
+      sleepers = pe_word(pe, TDIST_SYNC_SLEEPERS_OFF);
+      word = pe_word(pe, TDIST_SYNC_FUTEX_OFF);
     }
-    if (deadline && (i & 15) == 0 && now_ns() > deadline) {
+  }
+  for (uint64_t i = 1;; ++i) {
+    if (ready()) return true;
+    if (i & 63) continue;  // look at the clock every 64 polls
+    uint64_t t = now_ns();
+    if (s->fault_code) return false;  // another program of this PE already faulted
+    if (t > deadline) {
       if (ready()) return true;
       int pe;
       uint64_t off;
       locate(addr, &pe, &off);
       record_fault(TDIST_ERR_TIMEOUT, pe, off, expected, seen(addr), cmp);
       return false;
+    }
+    if (t < spin_until) continue;
+    uint64_t left = std::min<uint64_t>(deadline - t, 1000000);
+    timespec ts{0, long(left)};
+    if (sleepers) {
+      std::atomic_ref<uint32_t>(*sleepers).fetch_add(1, std::memory_order_seq_cst);
+      uint32_t w = std::atomic_ref<uint32_t>(*word).load(std::memory_order_seq_cst);
+      if (!ready()) futex(word, FUTEX_WAIT, w, &ts);
+      std::atomic_ref<uint32_t>(*sleepers).fetch_sub(1, std::memory_order_seq_cst);
+    } else {
+      nanosleep(&ts, nullptr);
     }
   }
 }
@@ -138,11 +185,14 @@ uint64_t seen_as_u64(const void *p) {
   return uint64_t(std::atomic_ref<T>(*const_cast<T *>(static_cast<const T *>(p))).load(std::memory_order_relaxed));
 }
 
+// Waits until *addr <cmp> value; returns the value that satisfied it (or the last one seen).
 template <class T>
-bool wait_value(T *addr, int cmp, T value) {
+T wait_value(T *addr, int cmp, T value) {
   std::atomic_ref<T> a(*addr);
-  return bounded_wait([&] { return compare<T>(a.load(std::memory_order_acquire), cmp, value); },
-                      addr, uint64_t(value), cmp, &seen_as_u64<T>);
+  T v{};
+  bounded_wait([&] { return compare<T>(v = a.load(std::memory_order_acquire), cmp, value); }, addr,
+               uint64_t(value), cmp, &seen_as_u64<T>);
+  return v;
 }
 
 // ---------------------------------------------------------------- SDMA: the copy thread
@@ -228,7 +278,7 @@ void *translate(const void *addr, int pe) {
   return base ? static_cast<char *>(base) + (a - b) : nullptr;
 }
 
-void copy_checked(void *dst, const void *src, size_t n, bool nbi) {
+void copy_checked(void *dst, const void *src, size_t n, bool nbi, int wake = -1) {
   if (!dst || !src || n == 0) return;
   if (use_sdma()) {
     if (nbi) {
@@ -240,12 +290,14 @@ void copy_checked(void *dst, const void *src, size_t n, bool nbi) {
     return;
   }
   std::memcpy(dst, src, n);  // MTE and UDMA: the calling core moves the data
+  if (wake >= 0) wake_pe(wake);
 }
 
-void signal_update(uint64_t *remote, uint64_t v, int op) {
+void signal_update(uint64_t *remote, uint64_t v, int op, int pe) {
   std::atomic_ref<uint64_t> a(*remote);
   if (op == TDIST_SIGNAL_ADD) a.fetch_add(v, std::memory_order_release);
   else a.store(v, std::memory_order_release);
+  wake_pe(pe);
 }
 
 }  // namespace
@@ -259,7 +311,10 @@ void *tdist_ptr(const void *addr, int pe) { return translate(addr, pe); }
 
 #define TDIST_DEFINE_PG(name, T)                                  \
   void tdist_##name##_p(T *dst, T value, int pe) {                \
-    if (T *r = static_cast<T *>(translate(dst, pe))) *r = value;  \
+    if (T *r = static_cast<T *>(translate(dst, pe))) {            \
+      *r = value;                                                 \
+      wake_pe(pe);                                                \
+    }                                                             \
   }                                                               \
   T tdist_##name##_g(const T *src, int pe) {                      \
     const T *r = static_cast<const T *>(translate(src, pe));      \
@@ -269,13 +324,13 @@ TDIST_FOR_EACH_RMA_TYPE(TDIST_DEFINE_PG)
 #undef TDIST_DEFINE_PG
 
 void tdist_putmem(void *dst, const void *src, size_t n, int pe) {
-  copy_checked(translate(dst, pe), src, n, false);
+  copy_checked(translate(dst, pe), src, n, false, pe);
 }
 void tdist_getmem(void *dst, const void *src, size_t n, int pe) {
   copy_checked(dst, translate(src, pe), n, false);
 }
 void tdist_putmem_nbi(void *dst, const void *src, size_t n, int pe) {
-  copy_checked(translate(dst, pe), src, n, true);
+  copy_checked(translate(dst, pe), src, n, true, pe);
 }
 void tdist_getmem_nbi(void *dst, const void *src, size_t n, int pe) {
   copy_checked(dst, translate(src, pe), n, true);
@@ -284,7 +339,7 @@ void tdist_getmem_nbi(void *dst, const void *src, size_t n, int pe) {
 void tdist_putmem_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal,
                          int sig_op, int pe) {
   tdist_putmem(dst, src, n, pe);
-  if (auto *r = static_cast<uint64_t *>(translate(sig, pe))) signal_update(r, signal, sig_op);
+  if (auto *r = static_cast<uint64_t *>(translate(sig, pe))) signal_update(r, signal, sig_op, pe);
 }
 
 void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal,
@@ -296,16 +351,16 @@ void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig
     // The signal is written by the copy thread after the data, preserving put-then-signal.
     copy_engine().submit([=] {
       std::memcpy(d, src, n);
-      signal_update(r, signal, sig_op);
+      signal_update(r, signal, sig_op, pe);
     });
     return;
   }
   std::memcpy(d, src, n);
-  signal_update(r, signal, sig_op);
+  signal_update(r, signal, sig_op, pe);
 }
 
 void tdist_signal_op(uint64_t *sig, uint64_t signal, int sig_op, int pe) {
-  if (auto *r = static_cast<uint64_t *>(translate(sig, pe))) signal_update(r, signal, sig_op);
+  if (auto *r = static_cast<uint64_t *>(translate(sig, pe))) signal_update(r, signal, sig_op, pe);
 }
 
 uint64_t tdist_signal_fetch(const uint64_t *sig) {
@@ -313,8 +368,7 @@ uint64_t tdist_signal_fetch(const uint64_t *sig) {
 }
 
 uint64_t tdist_signal_wait_until(uint64_t *sig, int cmp, uint64_t v) {
-  wait_value<uint64_t>(sig, cmp, v);
-  return std::atomic_ref<uint64_t>(*sig).load(std::memory_order_acquire);
+  return wait_value<uint64_t>(sig, cmp, v);
 }
 
 #define TDIST_DEFINE_WAIT_UNTIL(name, T) \
@@ -326,7 +380,7 @@ TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_WAIT_UNTIL)
   int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                            \
     constexpr int32_t stride = TDIST_SIGNAL_SLOT_BYTES / sizeof(T);                     \
     for (int32_t i = 0; i < n; ++i)                                                     \
-      if (!wait_value<T>(slots + i * stride, TDIST_CMP_EQ, value)) break;               \
+      if (wait_value<T>(slots + i * stride, TDIST_CMP_EQ, value) != value) break;       \
     return 0;                                                                           \
   }                                                                                     \
   void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {             \
@@ -335,6 +389,7 @@ TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_WAIT_UNTIL)
     std::atomic_ref<T> a(*r);                                                           \
     if (sig_op == TDIST_SIGNAL_ADD) a.fetch_add(value, std::memory_order_release);      \
     else a.store(value, std::memory_order_release);                                     \
+    wake_pe(pe);                                                                        \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_SLOT_OPS)
 #undef TDIST_DEFINE_SLOT_OPS
@@ -374,6 +429,7 @@ void tdisti_cpu_pull_barrier(uint64_t slot_off) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   uint64_t epoch = std::atomic_ref<uint64_t>(*mine).load(std::memory_order_relaxed) + 1;
   std::atomic_ref<uint64_t>(*mine).store(epoch, std::memory_order_release);
+  wake_pe(s->my_pe);
   for (int k = 1; k < s->n_pes; ++k) {
     int pe = (s->my_pe + k) % s->n_pes;  // staggered start spreads the reads
     auto *theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[pe]) + slot_off);
@@ -398,9 +454,11 @@ void tdist_barrier_all(void) {
     L->arrived.store(0, std::memory_order_relaxed);
     tdisti_cpu_pull_barrier(TDIST_SYNC_DEVICE_BARRIER_OFF);
     L->generation.store(gen + 1, std::memory_order_release);
+    wake_words(&L->sleepers, &L->futex);
   } else {
     bounded_wait([&] { return L->generation.load(std::memory_order_acquire) != gen; },
-                 &L->generation, gen + 1, TDIST_CMP_NE, &seen_as_u64<uint64_t>);
+                 &L->generation, gen + 1, TDIST_CMP_NE, &seen_as_u64<uint64_t>, &L->sleepers,
+                 &L->futex);
   }
 }
 

@@ -23,6 +23,8 @@
 #define TDIST_SYNC_GRID_ARRIVE_OFF 128u     /* uint64: programs arrived at the device barrier  */
 #define TDIST_SYNC_GRID_RELEASE_OFF 192u    /* uint64: device barrier generation released      */
 #define TDIST_SYNC_FAULT_OFF 256u           /* uint64: nonzero once a launch faulted (sticky)   */
+#define TDIST_SYNC_SLEEPERS_OFF 320u        /* uint32: CPU waiters asleep on this PE's memory   */
+#define TDIST_SYNC_FUTEX_OFF 384u           /* uint32: futex word bumped to wake those waiters  */
 
 typedef struct tdist_device_state {
   uint32_t magic;   /* TDIST_DEVICE_STATE_MAGIC */
@@ -37,7 +39,7 @@ typedef struct tdist_device_state {
   uint32_t engine_mask;        /* tdist_engine_t bits enabled at init */
   uint32_t debug;              /* nonzero: trap (GPU) / abort (CPU) on a device fault */
   uint64_t wait_timeout_ns;    /* 0 = wait forever */
-  uint64_t spin_before_backoff;/* CPU: spins before a wait starts to sleep */
+  uint64_t spin_before_backoff_ns; /* CPU: pure spinning before a wait yields, then sleeps */
   /* sticky fault record, written by the first faulting wait */
   int32_t fault_code;          /* 0 or a tdist_status_t */
   int32_t fault_pe;            /* PE whose memory was waited on / targeted */

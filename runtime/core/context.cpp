@@ -237,9 +237,10 @@ void do_init(const tdist_init_attr_t &attr) {
   const char *dbg = std::getenv("TDIST_DEBUG");
   s.debug = dbg && *dbg && std::strcmp(dbg, "0") != 0;
   s.wait_timeout_ns = o.wait_timeout_ms * 1000000ull;
-  unsigned hw = std::thread::hardware_concurrency();
-  // Few cores: spin briefly, then give the core to the PE we are waiting for.
-  s.spin_before_backoff = hw >= 8 ? 20000 : 200;
+  // When every local PE has a core, spinning is cheapest; when PEs outnumber cores, the PE we
+  // wait for may need our core: spin briefly, then yield.
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  s.spin_before_backoff_ns = unsigned(c->cp->local_size()) <= hw ? 50000 : 5000;
   c->alloc = std::make_unique<HeapAllocator>(TDIST_HEAP_RESERVED, total);
   c->teams.push_back(Team{true, 0, 1, n, s.my_pe});
   publish(*c);
