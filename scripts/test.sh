@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# All tests: C++ unit and multi-process suites, kernels, compiler lit tests (ctest), then the
+# Python tests (pytest). GPU tests skip with a reason on machines without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/build.sh
+BUILD=${TDIST_BUILD_DIR:-build}
+ctest --test-dir "$BUILD" --output-on-failure -j2 --timeout 900
+python3 -m pytest -q -rs tests/python
