@@ -1,0 +1,79 @@
+"""tdist-run: environment, output prefixes, failure propagation, timeouts, no orphans."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RUN = [sys.executable, str(REPO / "tools" / "tdist-run")]
+
+
+def run(args, timeout=60):
+    t0 = time.monotonic()
+    p = subprocess.run(RUN + args, capture_output=True, text=True, timeout=timeout)
+    return p, time.monotonic() - t0
+
+
+def test_environment_and_prefixes():
+    code = ("import os; print('|'.join(os.environ[k] for k in "
+            "('RANK','WORLD_SIZE','LOCAL_RANK','LOCAL_WORLD_SIZE','MASTER_ADDR','MASTER_PORT')))")
+    p, _ = run(["-n", "3", "--mps", "off", "--", sys.executable, "-c", code])
+    assert p.returncode == 0, p.stderr
+    lines = sorted(l for l in p.stdout.splitlines() if l.startswith("[rank "))
+    assert len(lines) == 3
+    ports = set()
+    for r, line in enumerate(lines):
+        prefix, body = line.split("] ", 1)
+        assert prefix == f"[rank {r}"
+        rank, world, lrank, lworld, addr, port = body.split("|")
+        assert (rank, world, lrank, lworld, addr) == (str(r), "3", str(r), "3", "127.0.0.1")
+        ports.add(port)
+    assert len(ports) == 1
+
+
+def test_failing_rank_stops_the_others(tmp_path):
+    # rank 2 fails at once; the others would sleep for a minute and record their pids
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import os, sys, time\n"
+        f"open(os.path.join({str(tmp_path)!r}, 'pid' + os.environ['RANK']), 'w').write(str(os.getpid()))\n"
+        "if os.environ['RANK'] == '2':\n"
+        "    time.sleep(0.5); sys.exit(3)\n"
+        "time.sleep(60)\n")
+    p, secs = run(["-n", "4", "--mps", "off", "--grace", "1", "--", sys.executable, str(script)])
+    assert p.returncode == 3
+    assert "rank 2 failed (code 3)" in p.stderr
+    assert secs < 20
+    for r in range(4):
+        pid = int((tmp_path / f"pid{r}").read_text())
+        assert not Path(f"/proc/{pid}").exists() or \
+            Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z", f"rank {r} still running"
+
+
+def test_killed_rank_reports_signal():
+    p, _ = run(["-n", "2", "--mps", "off", "--grace", "1", "--", sys.executable, "-c",
+                "import os, signal, time\n"
+                "if os.environ['RANK'] == '1': os.kill(os.getpid(), signal.SIGKILL)\n"
+                "time.sleep(60)"])
+    assert p.returncode == 128 + 9
+    assert "rank 1 failed (signal 9)" in p.stderr
+
+
+def test_timeout_stops_everything():
+    p, secs = run(["-n", "2", "--mps", "off", "--timeout", "1", "--grace", "1", "--",
+                   sys.executable, "-c", "import time; time.sleep(60)"])
+    assert p.returncode == 124
+    assert "exceeded --timeout" in p.stderr
+    assert secs < 15
+
+
+def test_bad_usage():
+    p, _ = run(["-n", "0", "--", "true"])
+    assert p.returncode != 0 and "-n must be >= 1" in p.stderr
+    p, _ = run(["-n", "2"])
+    assert p.returncode != 0 and "no command given" in p.stderr
+    p, _ = run(["-n", "1", "--mps", "off", "--", "/nonexistent/program"])
+    assert p.returncode != 0 and "cannot start" in p.stderr
