@@ -30,6 +30,7 @@ struct A2AArgs {
   int nbuf;
   int64_t slot_rows;  // udma: rows per rank slot of the staging memory
   int64_t region_b;   // udma_wait_notify: first slot of region B
+  bool stream;        // non-temporal stores into the output (working set beyond the cache)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -80,7 +81,7 @@ void a2a_mte_kernel(void *p) {
         auto *stage = static_cast<unsigned char *>(tdistx_consume_token_ptr(a.stage, 0));
         const unsigned char *src = stage + buf * buf_bytes + (r * H + h) * D * es + d0 * es;
         unsigned char *dst = a.out + r * a.out_rank + s0 * a.out_s + h * a.out_h + d0 * es;
-        copy_rows(dst, a.out_s, src, stage_row, rows, size_t(dn * es));
+        copy_rows(dst, a.out_s, src, stage_row, rows, size_t(dn * es), a.stream);
       }
       tdist_fence();
       for (int64_t t = lid; t < tasks; t += nr) {
@@ -124,7 +125,7 @@ void consume_task(const A2AArgs &a, int64_t r, int64_t tmp, int64_t gs, int64_t 
       r == a.me ? self_tile(a, buf, h, d0)  // double-buffered self copy
                 : a.stage + r * a.slot_rows * row + gs * a.bs * row + h * a.D * a.es + d0 * a.es;
   unsigned char *dst = a.out + r * a.out_rank + s0 * a.out_s + h * a.out_h + d0 * a.es;
-  copy_rows(dst, a.out_s, src, row, rows, size_t(dn * a.es));
+  copy_rows(dst, a.out_s, src, row, rows, size_t(dn * a.es), a.stream);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -231,10 +232,10 @@ void a2a_direct_kernel(void *p) {
     const unsigned char *src = a.in + target * a.in_rank + s0 * a.in_s;
     unsigned char *dst = out + a.me * a.out_rank + s0 * a.out_s;
     if (heads_contiguous) {
-      copy_rows(dst, a.out_s, src, a.in_s, rows, size_t(H * D * es));
+      copy_rows(dst, a.out_s, src, a.in_s, rows, size_t(H * D * es), a.stream);
     } else {
       for (int64_t h = 0; h < H; ++h)
-        copy_rows(dst + h * a.out_h, a.out_s, src + h * a.in_h, a.in_s, rows, size_t(D * es));
+        copy_rows(dst + h * a.out_h, a.out_s, src + h * a.in_h, a.in_s, rows, size_t(D * es), a.stream);
     }
   }
 }
@@ -272,12 +273,19 @@ int AllToAll::create(const AllToAllConfig &cfg_in, std::unique_ptr<AllToAll> *ou
   out->reset();
   if (!tdist_initialized()) return fail(TDIST_ERR_NOT_INITED, "AllToAll::create before tdist_init");
   AllToAllConfig cfg = cfg_in;
+  if (cfg.grid == 0) cfg.grid = cfg.variant == A2AVariant::direct ? 1 : 2;
   if (cfg.S < 1 || cfg.H < 1 || cfg.D < 1)
     return fail(TDIST_ERR_INVALID_PARAM, "AllToAll: S, H, D must be >= 1 (got %lld, %lld, %lld)",
                 (long long)cfg.S, (long long)cfg.H, (long long)cfg.D);
-  if (cfg.grid < 2 || cfg.grid % 2 || cfg.grid > TDIST_CPU_MAX_GRID)
+  if (cfg.variant == A2AVariant::direct) {
+    // No producer/consumer pairs: any grid; grid 1 runs on the calling thread (no thread start).
+    if (cfg.grid < 1 || cfg.grid > TDIST_CPU_MAX_GRID)
+      return fail(TDIST_ERR_INVALID_PARAM, "AllToAll: grid must be in [1, %d] for variant direct (got %d)",
+                  TDIST_CPU_MAX_GRID, cfg.grid);
+  } else if (cfg.grid < 2 || cfg.grid % 2 || cfg.grid > TDIST_CPU_MAX_GRID) {
     return fail(TDIST_ERR_INVALID_PARAM, "AllToAll: grid must be even, in [2, %d] (got %d)",
                 TDIST_CPU_MAX_GRID, cfg.grid);
+  }
   const bool udma = cfg.variant == A2AVariant::udma || cfg.variant == A2AVariant::udma_wait_notify;
   if (udma && cfg.direction != A2ADirection::reverse)
     return fail(TDIST_ERR_NOT_SUPPORTED,
@@ -400,6 +408,7 @@ int AllToAll::run_strided(const void *in, int64_t in_s, int64_t in_h, void *out,
   a.nbuf = cfg_.buffer_num;
   a.slot_rows = int64_t(slot_rows_);
   a.region_b = nbs_ * world_;
+  a.stream = size_t(in_elems() * es) >= detail::kStreamMinBytesPerPe;
   tdist_cpu_kernel_fn fn = nullptr;
   switch (cfg_.variant) {
     case A2AVariant::mte: fn = a2a_mte_kernel; break;

@@ -8,6 +8,10 @@
 #include <cstring>
 #include <string>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "tdist/CPU/launch.h"
 #include "tdist/abi.h"
 #include "tdist/kernels/cpu.hpp"
@@ -39,14 +43,47 @@ void sym_free(void *p);
 int launch_with_protocol(const char *kernel, int64_t *signals, size_t signal_bytes, int grid,
                          tdist_cpu_kernel_fn fn, void *args);
 
-/** Copies `rows` rows of `nbytes` each between strided byte buffers. */
-inline void copy_rows(unsigned char *dst, int64_t dst_stride, const unsigned char *src,
-                      int64_t src_stride, int64_t rows, size_t nbytes) {
-  if (dst_stride == src_stride && int64_t(nbytes) == src_stride) {
-    std::memcpy(dst, src, nbytes * size_t(rows));
+/** Copies that bypass the cache (non-temporal stores) pay off once a kernel's working set no
+ *  longer fits in the last-level cache: measured on the 2-core EPYC box, 4 concurrent 64 MiB
+ *  copies run at 17 GB/s with streaming stores against 12 GB/s with memcpy, while 1 MiB copies
+ *  (cache resident) are faster with memcpy (30 vs 23 GB/s). Kernels decide per launch. */
+inline constexpr size_t kStreamMinBytesPerPe = size_t(4) << 20;
+
+/** memcpy, or non-temporal stores when `stream` (ends with a store fence, so a release after it
+ *  publishes the data). */
+inline void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n, bool stream) {
+#if defined(__x86_64__)
+  if (stream && n >= 256) {
+    size_t head = (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16;
+    std::memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64 <= n; i += 64) {
+      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i));
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 16));
+      __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 32));
+      __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i), a);
+      _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 48), d);
+    }
+    std::memcpy(dst + i, src + i, n - i);
+    _mm_sfence();
     return;
   }
-  for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * dst_stride, src + i * src_stride, nbytes);
+#endif
+  (void)stream;
+  std::memcpy(dst, src, n);
+}
+
+/** Copies `rows` rows of `nbytes` each between strided byte buffers. */
+inline void copy_rows(unsigned char *dst, int64_t dst_stride, const unsigned char *src,
+                      int64_t src_stride, int64_t rows, size_t nbytes, bool stream = false) {
+  if (dst_stride == src_stride && int64_t(nbytes) == src_stride) {
+    copy_bytes(dst, src, nbytes * size_t(rows), stream);
+    return;
+  }
+  for (int64_t i = 0; i < rows; ++i) copy_bytes(dst + i * dst_stride, src + i * src_stride, nbytes, stream);
 }
 
 /** dl.wait / dl.notify on one int64 slot. */

@@ -42,7 +42,7 @@ std::vector<A2ACase> a2a_cases(int W) {
   std::vector<A2ACase> c = {
       {8, 2, 64, 4, 32, 2, 4, "aligned"},
       {7, 3, 37, 3, 16, 2, 4, "unaligned S and D, partial blocks"},
-      {5, 1, 3, 0, 0, 3, 2, "tiny, default tiling, 3 buffers"},
+      {5, 1, 3, 0, 0, 3, 0, "tiny, default tiling and grid, 3 buffers"},
   };
   // More producers than PEs: the udma variants give role A and role B to different programs.
   if (W <= 4) c.push_back({6, 2, 24, 2, 0, 2, 2 * (W + 1), "grid > 2W (separate self-copy role)"});

@@ -76,7 +76,10 @@ struct AllToAllConfig {
   int64_t block_s = 0;          ///< rows per S block; 0: chosen from the sizes
   int64_t block_d = 0;          ///< elements per D block; 0: min(D, 4096)
   int buffer_num = 2;           ///< staging buffers (>= 1; >= 2 for the udma variants)
-  int grid = kDefaultGrid;      ///< programs per PE, even, >= 2 (producers = consumers = grid/2)
+  /** Programs per PE: even, >= 2 (producers = consumers = grid/2); direct: any >= 1.
+   *  0: 2, or 1 for direct (grid 1 runs on the calling thread: no thread start per launch, which
+   *  matters on a 2-core machine running 4 PEs). */
+  int grid = 0;
 };
 
 class AllToAll {
