@@ -21,23 +21,21 @@ void load() {
     g_why = std::string("cannot load the NVIDIA driver (libcuda.so.1): ") + (e ? e : "unknown");
     return;
   }
-  using GetProc = decltype(&::cuGetProcAddress);  // cuGetProcAddress_v2 in CUDA 12+ headers
-  auto get = reinterpret_cast<GetProc>(::dlsym(h, "cuGetProcAddress_v2"));
-  if (!get) {
-    g_why = "the NVIDIA driver is too old (no cuGetProcAddress_v2; tdist needs a CUDA 12+ driver)";
-    return;
-  }
+  // dlsym the exact symbol each cuda.h declaration names (cuMemAlloc -> cuMemAlloc_v2, ...), so
+  // the pointer's type matches the symbol. (cuGetProcAddress with an unversioned name returns the
+  // newest ABI for the requested CUDA version, e.g. cuCtxSynchronize_v2(CUcontext) under 13.0,
+  // which does not match the header's cuCtxSynchronize(void).)
   Driver d;
-#define TDIST_CU_LOAD(name)                                                                 \
-  {                                                                                         \
-    void *fn = nullptr;                                                                     \
-    CUdriverProcAddressQueryResult q;                                                       \
-    if (get(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||   \
-        !fn) {                                                                              \
-      g_why = "the NVIDIA driver lacks " #name;                                             \
-      return;                                                                               \
-    }                                                                                       \
-    d.name = reinterpret_cast<decltype(d.name)>(fn);                                        \
+#define TDIST_CU_STR2(x) #x
+#define TDIST_CU_STR(x) TDIST_CU_STR2(x)
+#define TDIST_CU_LOAD(name)                                                   \
+  {                                                                           \
+    void *fn = ::dlsym(h, TDIST_CU_STR(name));                                \
+    if (!fn) {                                                                \
+      g_why = "the NVIDIA driver lacks " TDIST_CU_STR(name);                  \
+      return;                                                                 \
+    }                                                                         \
+    d.name = reinterpret_cast<decltype(d.name)>(fn);                          \
   }
   TDIST_CU_FUNCTIONS(TDIST_CU_LOAD)
 #undef TDIST_CU_LOAD

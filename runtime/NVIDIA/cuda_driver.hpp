@@ -1,4 +1,4 @@
-// The CUDA driver API, loaded at run time (dlopen libcuda.so.1 + cuGetProcAddress) so that
+// The CUDA driver API, loaded at run time (dlopen libcuda.so.1 + dlsym) so that
 // libtdist starts, and falls back to the CPU backend, on machines without an NVIDIA driver (CI).
 #pragma once
 
@@ -9,8 +9,8 @@
 namespace tdist::cu {
 
 // X(name): every driver entry point tdist uses. `name` is the cuda.h spelling; cuda.h's
-// versioning macros (cuMemAlloc -> cuMemAlloc_v2) apply to the member and its type alike, and
-// the query string is the unversioned name (cuGetProcAddress picks the version of CUDA_VERSION).
+// versioning macros (cuMemAlloc -> cuMemAlloc_v2) apply to the member, its type and the symbol
+// looked up alike.
 #define TDIST_CU_FUNCTIONS(X)        \
   X(cuInit)                          \
   X(cuGetErrorName)                  \
