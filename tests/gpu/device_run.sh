@@ -24,7 +24,7 @@ fi
 RUN="python3 $BD/tools/tdist-run"
 if [ "$what" != bench ]; then
   for n in ${NS:-1 2 4 8}; do
-    timeout 170 $RUN -n $n --timeout 160 --wait-timeout-ms 20000 -- $BD/tests/gpu/tdist_gpu_tests \
+    timeout $((${SUITE_T:-160} + 10)) $RUN -n $n --timeout ${SUITE_T:-160} --wait-timeout-ms 10000 -- $BD/tests/gpu/tdist_gpu_tests \
       > "$OUT/gpu-$n.log" 2>&1
     echo "== gpu suite, $n ranks: rc=$?"
     grep -E "^\[rank 0\] \[  (PASSED|FAILED|SKIPPED) |Failure|tdist-run:" "$OUT/gpu-$n.log" | head -20
