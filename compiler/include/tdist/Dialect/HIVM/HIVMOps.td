@@ -40,7 +40,9 @@ def HIVM_Pipe : I32EnumAttr<"Pipe", "hardware pipeline an op is issued on", [
   let cppNamespace = "::mlir::hivm";
   let genSpecializedAttr = 0;
 }
-def HIVM_PipeAttr : EnumAttr<HIVM_Dialect, HIVM_Pipe, "pipe">;
+def HIVM_PipeAttr : EnumAttr<HIVM_Dialect, HIVM_Pipe, "pipe"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def HIVM_TCoreType : I32EnumAttr<"TCoreType", "which AI core kind runs an op", [
     I32EnumAttrCase<"CUBE", 0>, I32EnumAttrCase<"VECTOR", 1>,
@@ -48,14 +50,18 @@ def HIVM_TCoreType : I32EnumAttr<"TCoreType", "which AI core kind runs an op", [
   let cppNamespace = "::mlir::hivm";
   let genSpecializedAttr = 0;
 }
-def HIVM_TCoreTypeAttr : EnumAttr<HIVM_Dialect, HIVM_TCoreType, "tcore_type">;
+def HIVM_TCoreTypeAttr : EnumAttr<HIVM_Dialect, HIVM_TCoreType, "tcore_type"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def HIVM_VFMode : I32EnumAttr<"VFMode", "vector function mode", [
     I32EnumAttrCase<"SIMD", 0>, I32EnumAttrCase<"SIMT", 1>, I32EnumAttrCase<"MIX", 2>]> {
   let cppNamespace = "::mlir::hivm";
   let genSpecializedAttr = 0;
 }
-def HIVM_VFModeAttr : EnumAttr<HIVM_Dialect, HIVM_VFMode, "vf_mode">;
+def HIVM_VFModeAttr : EnumAttr<HIVM_Dialect, HIVM_VFMode, "vf_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def HIVM_CustomOp : Op<HIVM_Dialect, "hir.custom", [
     AttrSizedOperandSegments,
