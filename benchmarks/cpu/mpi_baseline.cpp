@@ -2,8 +2,8 @@
 // rank as tdist-bench-cpu, measured the same way (warm-up, timed loop between barriers, slowest
 // rank's mean), results checked against a reference (fresh random inputs, poisoned outputs).
 //
-//   mpirun --allow-run-as-root --oversubscribe -n 4 mpi_baseline --op alltoall --dtype f32 \
-//          --bytes 65536,1048576 [--iters N] [--warmup N]
+//   mpirun --allow-run-as-root --oversubscribe -n 4 tdist-mpi-baseline --op alltoall
+//          --dtype f32 --bytes 65536,1048576 [--iters N] [--warmup N]
 // Prints one JSON object per size on rank 0's stdout (same schema as tdist-bench-cpu).
 #include <mpi.h>
 

@@ -13,6 +13,8 @@ using detail::notify_slot;
 using detail::slot;
 using detail::wait_slot;
 
+constexpr int kAutoGridMax = 2;
+
 struct ArArgs {
   int me, W;
   int64_t n, es;
@@ -157,6 +159,8 @@ void ar_ring_kernel(void *p) {
 
 }  // namespace
 
+int auto_grid(int64_t bytes) { return bytes < (int64_t(1) << 20) ? 1 : kAutoGridMax; }
+
 const char *allreduce_algo_name(AllReduceAlgo a) {
   switch (a) {
     case AllReduceAlgo::one_shot: return "one_shot";
@@ -184,7 +188,7 @@ int AllReduce::create(const AllReduceConfig &cfg, std::unique_ptr<AllReduce> *ou
   if (!tdist_initialized()) return fail(TDIST_ERR_NOT_INITED, "AllReduce::create before tdist_init");
   if (cfg.max_elems < 1)
     return fail(TDIST_ERR_INVALID_PARAM, "AllReduce: max_elems must be >= 1 (got %lld)", (long long)cfg.max_elems);
-  if (cfg.grid < 1 || cfg.grid > TDIST_CPU_MAX_GRID)
+  if (cfg.grid < 0 || cfg.grid > TDIST_CPU_MAX_GRID)
     return fail(TDIST_ERR_INVALID_PARAM, "AllReduce: grid must be in [1, %d] (got %d)", TDIST_CPU_MAX_GRID, cfg.grid);
   std::unique_ptr<AllReduce> k(new AllReduce());
   k->cfg_ = cfg;
@@ -199,7 +203,7 @@ int AllReduce::create(const AllReduceConfig &cfg, std::unique_ptr<AllReduce> *ou
   k->work_ = static_cast<unsigned char *>(detail::sym_alloc(bytes, "AllReduce work buffer"));
   if (!k->work_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
   if (cfg.algo == AllReduceAlgo::ring && W > 1) {
-    k->signal_bytes_ = detail::slot_bytes(2 * (W - 1) * cfg.grid);
+    k->signal_bytes_ = detail::slot_bytes(2 * (W - 1) * (cfg.grid ? cfg.grid : kAutoGridMax));
     k->signals_ = static_cast<int64_t *>(detail::sym_alloc(k->signal_bytes_, "AllReduce signals"));
     if (!k->signals_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
     std::memset(k->signals_, 0, k->signal_bytes_);
@@ -236,7 +240,8 @@ int AllReduce::run(const void *in, void *out, int64_t n) {
   tdist_cpu_kernel_fn fn = cfg_.algo == AllReduceAlgo::one_shot   ? ar_one_shot_kernel
                            : cfg_.algo == AllReduceAlgo::two_shot ? ar_two_shot_kernel
                                                                   : ar_ring_kernel;
-  return detail::launch_with_protocol(allreduce_algo_name(cfg_.algo), signals_, signal_bytes_, cfg_.grid, fn, &a);
+  const int grid = cfg_.grid ? cfg_.grid : auto_grid(n * es);
+  return detail::launch_with_protocol(allreduce_algo_name(cfg_.algo), signals_, signal_bytes_, grid, fn, &a);
 }
 
 }  // namespace tdist::kernels::cpu
