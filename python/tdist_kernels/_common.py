@@ -127,4 +127,5 @@ _WAIT_GE_ASM: tl.constexpr = tl.constexpr("""{
 @triton.jit
 def wait_ge(ptr, v):
     """Acquire spin (every thread) until the int64 at ``ptr`` >= ``v``; traps after WAIT_NS."""
-    tl.inline_asm_elementwise(_WAIT_GE_ASM, "=r,l,l", [ptr.to(tl.int64, bitcast=True), v.to(tl.int64)], dtype=tl.int32, is_pure=False, pack=1)
+    tl.inline_asm_elementwise(_WAIT_GE_ASM, "=r,l,l", [ptr.to(tl.int64, bitcast=True), tl.cast(v, tl.int64)],
+                              dtype=tl.int32, is_pure=False, pack=1)

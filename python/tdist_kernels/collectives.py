@@ -1,0 +1,217 @@
+"""Forward (dispatch) all-to-all and all-reduce (one-shot, two-shot, ring), in Triton with dl.*.
+
+Dispatch all-to-all is the exact inverse of the reverse all-to-all (reverse_a2a.py)::
+
+    x_r: (S, H * W, D)  ->  out_me: (S * W, H, D),   out_me[r * S + s, h, :] = x_r[s, me * H + h, :]
+
+so ``reverse(dispatch(x)) == x``. Push design: every program stores its tiles straight into the
+target's symmetric receive buffer (MTE), then one device barrier, then each rank copies its receive
+buffer to the output. The host protocol (zero signals, barrier, launch, barrier) keeps the next
+call's pushes behind this call's copy-out.
+
+All-reduce (sum) of a flat tensor of N elements on every rank; the op copies the input into a
+symmetric buffer first. Every variant reduces in a fixed order, so all ranks get bitwise-equal
+results:
+
+``one_shot``  copy in, barrier, every rank sums all W buffers for all N elements (fp32 accumulate).
+``two_shot``  copy in, barrier, rank t reduces segment t of all buffers into its own buffer,
+              barrier, every rank gathers the W reduced segments.
+``ring``      seed 003's ring, done correctly: W segments, W - 1 reduce-scatter steps then W - 1
+              all-gather steps; each step's data goes to a distinct receive slot of the next rank
+              and is announced by its own (step, tile) signal, so nothing is overwritten before it
+              is read and no signal is reused within a launch (the seed's version sends
+              ``signal=step`` with "set" but waits for 1, and reuses one buffer for every step).
+              Partial sums travel in the input dtype, as NCCL's ring does.
+"""
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+
+from ._common import SIG, WAIT_NS, bar_slots, cdiv, fence_sys, grid_barrier
+
+ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring")
+
+
+# ---------------------------------------------------------------------------------------------
+# forward (dispatch) all-to-all
+
+
+@triton.jit
+def dispatch_a2a_kernel(
+    x_ptr, out_ptr, recv_ptr, bar_ptr,
+    rank, world, S, H, D,
+    stride_xs, stride_xh, stride_xd,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    nbs = tl.cdiv(S, BLOCK_S)
+    nbd = tl.cdiv(D, BLOCK_D)
+    rows = tl.arange(0, BLOCK_S)
+    cols = tl.arange(0, BLOCK_D)
+    HD = (H * D).to(tl.int64)
+    tasks = world * nbs * H * nbd
+    # target-major order, starting with the next rank, so the ranks do not all hit one target at once
+    for t in range(pid, tasks, nprog):
+        bd = t % nbd
+        tmp = t // nbd
+        h = tmp % H
+        tmp = tmp // H
+        bs = tmp % nbs
+        target = (rank + 1 + tmp // nbs) % world
+        offs_s = bs * BLOCK_S + rows
+        offs_d = bd * BLOCK_D + cols
+        mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
+        x = tl.load(x_ptr + offs_s.to(tl.int64)[:, None] * stride_xs + (target * H + h) * stride_xh
+                    + offs_d[None, :] * stride_xd, mask=mask, other=0.0)
+        dst = dl.symm_at(recv_ptr, target)
+        tl.store(dst + (rank * S + offs_s).to(tl.int64)[:, None] * HD + h * D + offs_d[None, :], x, mask=mask)
+    grid_barrier(bar_ptr, 1, rank, world)
+    n = world * S * HD
+    for off in range(pid * 4096, n, nprog * 4096):
+        idx = off + tl.arange(0, 4096)
+        m = idx < n
+        tl.store(out_ptr + idx, tl.load(recv_ptr + idx, mask=m), mask=m)
+
+
+# ---------------------------------------------------------------------------------------------
+# all-reduce
+
+
+@triton.jit
+def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    for off in range(pid * BLOCK, N, nprog * BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        m = idx < N
+        tl.store(buf_ptr + idx, tl.load(x_ptr + idx, mask=m), mask=m)
+    grid_barrier(bar_ptr, 1, rank, world)
+    for off in range(pid * BLOCK, N, nprog * BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        m = idx < N
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for r in range(0, world):
+            acc += tl.load(dl.symm_at(buf_ptr, r) + idx, mask=m, other=0.0).to(tl.float32)
+        tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=m)
+    # nobody may overwrite buf (next call) while a peer still reads it
+    grid_barrier(bar_ptr, 2, rank, world)
+
+
+@triton.jit
+def allreduce_two_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    for off in range(pid * BLOCK, N, nprog * BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        m = idx < N
+        tl.store(buf_ptr + idx, tl.load(x_ptr + idx, mask=m), mask=m)
+    grid_barrier(bar_ptr, 1, rank, world)
+    seg = tl.cdiv(N, world)
+    lo = rank * seg
+    hi = tl.minimum(lo + seg, N)
+    # reduce-scatter: only this rank reads segment `rank` of any buffer, so writing the sum back into
+    # the own buffer's segment races with nobody
+    for off in range(lo + pid * BLOCK, hi, nprog * BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        m = idx < hi
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for r in range(0, world):
+            acc += tl.load(dl.symm_at(buf_ptr, r) + idx, mask=m, other=0.0).to(tl.float32)
+        tl.store(buf_ptr + idx, acc.to(buf_ptr.dtype.element_ty), mask=m)
+    grid_barrier(bar_ptr, 2, rank, world)
+    # all-gather
+    for t in range(0, world):
+        src = (rank + t) % world
+        slo = src * seg
+        shi = tl.minimum(slo + seg, N)
+        for off in range(slo + pid * BLOCK, shi, nprog * BLOCK):
+            idx = off + tl.arange(0, BLOCK)
+            m = idx < shi
+            tl.store(out_ptr + idx, tl.load(dl.symm_at(buf_ptr, src) + idx, mask=m), mask=m)
+    grid_barrier(bar_ptr, 3, rank, world)
+
+
+@triton.jit
+def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, N, BLOCK: tl.constexpr):
+    """recv: symmetric ``[2 * (W - 1), seg]`` (one slot per step of each phase);
+    sig: ``[2 * (W - 1), tiles_per_seg]`` slots, set to 1 once per launch (host zeroes them)."""
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    seg = tl.cdiv(N, world)
+    ntile = tl.cdiv(seg, BLOCK)
+    nxt = (rank + 1) % world
+    steps = world - 1
+    for tile in range(pid, ntile, nprog):
+        toff = tile * BLOCK + tl.arange(0, BLOCK)
+        # ---- reduce-scatter. Step s: receive segment (rank - s - 1) from the previous rank, add the
+        # own contribution, forward; the first send is the own segment `rank`.
+        c0 = rank
+        i0 = c0 * seg + toff
+        m0 = (toff < seg) & (i0 < N)
+        part = tl.load(x_ptr + i0, mask=m0, other=0.0)
+        if steps > 0:
+            tl.store(dl.symm_at(recv_ptr, nxt) + 0 * seg + toff, part, mask=toff < seg)
+            fence_sys()
+            dl.notify(sig_ptr + (0 * ntile + tile) * SIG, nxt, 1)
+        for s in range(0, steps):
+            c = (rank - s - 1 + world) % world
+            i = c * seg + toff
+            m = (toff < seg) & (i < N)
+            tok = dl.wait(sig_ptr + (s * ntile + tile) * SIG, 1, "gpu", "acquire", waitValue=1, timeout_ns=WAIT_NS)
+            src = dl.consume_token(recv_ptr, tok)
+            got = tl.load(src + s * seg + toff, mask=toff < seg, other=0.0)
+            part = (got.to(tl.float32) + tl.load(x_ptr + i, mask=m, other=0.0).to(tl.float32)).to(got.dtype)
+            if s + 1 < steps:
+                tl.store(dl.symm_at(recv_ptr, nxt) + (s + 1) * seg + toff, part, mask=toff < seg)
+                fence_sys()
+                dl.notify(sig_ptr + ((s + 1) * ntile + tile) * SIG, nxt, 1)
+        # `part` is now the fully reduced segment (rank + 1) % W (or the own data when W == 1)
+        own = (rank + 1) % world
+        io = own * seg + toff
+        tl.store(out_ptr + io, part.to(out_ptr.dtype.element_ty), mask=(toff < seg) & (io < N))
+        # ---- all-gather. Step s: receive segment (rank - s) from the previous rank, keep, forward.
+        if steps > 0:
+            tl.store(dl.symm_at(recv_ptr, nxt) + steps * seg + toff, part, mask=toff < seg)
+            fence_sys()
+            dl.notify(sig_ptr + (steps * ntile + tile) * SIG, nxt, 1)
+        for s in range(0, steps):
+            c = (rank - s + world) % world
+            i = c * seg + toff
+            tok = dl.wait(sig_ptr + ((steps + s) * ntile + tile) * SIG, 1, "gpu", "acquire", waitValue=1,
+                          timeout_ns=WAIT_NS)
+            src = dl.consume_token(recv_ptr, tok)
+            got = tl.load(src + (steps + s) * seg + toff, mask=toff < seg, other=0.0)
+            tl.store(out_ptr + i, got.to(out_ptr.dtype.element_ty), mask=(toff < seg) & (i < N))
+            if s + 1 < steps:
+                tl.store(dl.symm_at(recv_ptr, nxt) + (steps + s + 1) * seg + toff, got, mask=toff < seg)
+                fence_sys()
+                dl.notify(sig_ptr + ((steps + s + 1) * ntile + tile) * SIG, nxt, 1)
+
+
+def ring_buffer_elems(world, N):
+    return max(2 * (world - 1), 1) * cdiv(N, world)
+
+
+def ring_signal_slots(world, N, block):
+    return max(2 * (world - 1), 1) * cdiv(cdiv(N, world), block)
+
+
+def compile_cases(dtype="fp16"):
+    p = f"*{dtype}"
+    i = "i32"
+    return [
+        ("dispatch_a2a", dispatch_a2a_kernel,
+         {"x_ptr": p, "out_ptr": p, "recv_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i,
+          "D": i, "stride_xs": i, "stride_xh": i, "stride_xd": i}, {"BLOCK_S": 16, "BLOCK_D": 128}),
+        ("allreduce_one_shot", allreduce_one_shot_kernel,
+         {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
+         {"BLOCK": 2048}),
+        ("allreduce_two_shot", allreduce_two_shot_kernel,
+         {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
+         {"BLOCK": 2048}),
+        ("allreduce_ring", allreduce_ring_kernel,
+         {"x_ptr": p, "recv_ptr": p, "out_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "N": i},
+         {"BLOCK": 2048}),
+    ]

@@ -1,0 +1,283 @@
+"""torch-callable layers over the tdist Triton kernels.
+
+    import shmem as ash, tdist_kernels.ops as ops
+    ash.init_from_env(local_mem_size=1 << 30, backend=tdist.BACKEND_CUDA)
+    c = ops.reverse_all_to_all(a)                 # (S * W, H, D) -> (S, H * W, D)
+    x = ops.dispatch_all_to_all(c)                # the inverse
+    y = ops.all_reduce(x, variant="two_shot")     # sum over ranks
+    c = ops.ag_gemm(a, b)                          # all_gather(a) @ b
+    c = ops.gemm_rs(a, b)                          # reduce_scatter(a @ b)
+
+Every call is collective: all ranks call the same op with the same shapes and dtypes in the same
+order (the layers allocate their symmetric buffers on first use with ``aclshmem_create_tensor``,
+which is collective and fails on every rank with CollectiveMismatch if the shapes differ). The
+buffers are cached per (op, shape, dtype, variant) and freed by ``release()``.
+
+Each launch follows seed 002's host protocol, enqueued on the current stream (no host sync):
+zero the op's signals, barrier over all PEs, launch, barrier. The first barrier keeps a rank's clear
+from erasing a faster peer's signals of this round; the second keeps the next round's clear (and
+pushes into a peer's buffers) behind every rank's end of this round.
+
+Grids are sized from the SMs this rank may use (the device's count, capped by
+CUDA_MPS_ACTIVE_THREAD_PERCENTAGE under MPS), because programs of one launch wait for each other
+and must all be resident.
+"""
+import os
+
+from . import collectives as col
+from . import overlap as ov
+from . import reverse_a2a as ra
+from . import _validate as v
+from ._common import SIG_ELEMS, KernelArgError, cdiv
+from ._common import bar_slots
+
+__all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm", "gemm_rs", "release",
+           "KernelArgError", "sm_budget"]
+
+_cache = {}
+
+
+def _rt():
+    import torch
+    import shmem as ash
+    import tdist
+    if not tdist.initialized():
+        raise KernelArgError("tdist_kernels.ops: tdist is not initialised; call shmem.init_from_env(...) or "
+                             "shmem.aclshmem_init(attr) with the CUDA backend first")
+    if tdist.cuda_device() < 0:
+        raise KernelArgError("tdist_kernels.ops: tdist runs on the CPU backend; these ops need the CUDA backend")
+    return torch, ash, tdist
+
+
+def sm_budget():
+    """SMs this rank may keep busy: the device's count, capped by the MPS thread percentage."""
+    import torch
+    n = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    pct = os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
+    if pct:
+        n = min(n, max(1, int(n * float(pct) / 100.0)))
+    return n
+
+
+def _buffers(key, make):
+    if key not in _cache:
+        _cache[key] = make()
+    return _cache[key]
+
+
+def release():
+    """Free every cached symmetric buffer (collective)."""
+    _, ash, _ = _rt()
+    for bufs in _cache.values():
+        for t in bufs:
+            ash.aclshmem_free_tensor(t)
+    _cache.clear()
+
+
+def _protocol(ash, sig, launch):
+    sig.zero_()
+    ash.barrier_all_on_stream()
+    launch()
+    ash.barrier_all_on_stream()
+
+
+def _tl_dtype(torch, dt):
+    return dt
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _pow2(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def a2a_tiles(D, elem):
+    block_d = min(_pow2(D), 4096 // elem)  # <= 4 KB per row of a tile
+    block_s = max(1, min(32, 16384 // (block_d * elem)))  # ~16 KB tiles
+    return block_s, block_d
+
+
+def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, block_d=None):
+    """(S * W, H, D) -> (S, H * W, D): ``out[s, r * H + h] = a_r[me * S + s, h]`` (seed 002).
+
+    ``variant``: "mte" (producer/consumer pipeline, per-task signals, ``buffer_num`` buffers),
+    "bulk" (bulk put per peer + tiled self copy + barrier per S block) or "wait_notify" (bulk puts
+    per S block with two signal regions, no barrier).
+    """
+    torch, ash, tdist = _rt()
+    what = "reverse_all_to_all"
+    v.check_variant(what, variant, ra.VARIANTS)
+    dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 3)
+    v.check_buffer_num(buffer_num)
+    W, me = tdist.n_pes(), tdist.my_pe()
+    S, H, D = v.check_reverse_a2a(tuple(a.shape), W)
+    if variant != "mte" and not a.is_contiguous():
+        a = a.contiguous()  # the bulk variants move whole contiguous segments
+    if out is None:
+        out = torch.empty((S, H * W, D), dtype=a.dtype, device=a.device)
+    elif tuple(out.shape) != (S, H * W, D) or out.dtype != a.dtype:
+        raise KernelArgError(f"{what}: out must be {(S, H * W, D)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
+    bs0, bd0 = a2a_tiles(D, a.element_size())
+    bs, bd = block_s or bs0, block_d or bd0
+    nsm = sm_budget()
+    grid = 2 * nsm
+    elem = a.element_size()
+    key = (what, variant, S, H, D, dt, W, bs, bd, buffer_num)
+    if variant == "mte":
+        peer, sig = _buffers(key, lambda: (
+            ash.aclshmem_create_tensor([ra.mte_buffer_elems(W, S, H, D, bs, buffer_num)], a.dtype),
+            ash.aclshmem_create_tensor([ra.mte_signal_slots(W, S, H, D, bd, buffer_num) * SIG_ELEMS], torch.int64)))
+        launch = lambda: ra.reverse_a2a_mte_kernel[(grid,)](  # noqa: E731
+            a, out, peer, sig, me, W, buffer_num, S, H, D, *a.stride(), *out.stride(),
+            BLOCK_S=bs, BLOCK_D=bd, num_warps=4)
+    elif variant == "bulk":
+        peer, sig = _buffers(key, lambda: (
+            ash.aclshmem_create_tensor([ra.bulk_buffer_elems(W, S, H, D)], a.dtype),
+            ash.aclshmem_create_tensor([ra.bulk_signal_slots(W) * SIG_ELEMS], torch.int64)))
+        nrole = grid // 2
+        split = max(1, (nrole * 3 // 4) // max(W - 1, 1)) if W > 1 else 1
+        launch = lambda: ra.reverse_a2a_bulk_kernel[(grid,)](  # noqa: E731
+            a, out, peer, sig, me, W, buffer_num, split, S, H, D, *out.stride(),
+            BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=elem, VEC_BLOCK=2048, num_warps=4)
+    else:
+        peer, sig = _buffers(key, lambda: (
+            ash.aclshmem_create_tensor([ra.bulk_buffer_elems(W, S, H, D)], a.dtype),
+            ash.aclshmem_create_tensor([ra.wait_notify_signal_slots(W, S, H, D, bs, bd, buffer_num) * SIG_ELEMS],
+                                       torch.int64)))
+        nrole = grid // 2
+        n_send = max(1, nrole * 3 // 4) if W > 1 else 0
+        launch = lambda: ra.reverse_a2a_wait_notify_kernel[(grid,)](  # noqa: E731
+            a, out, peer, sig, me, W, buffer_num, n_send, S, H, D, *out.stride(),
+            BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=elem, VEC_BLOCK=2048, num_warps=4)
+    _protocol(ash, sig, launch)
+    return out
+
+
+def dispatch_all_to_all(x, out=None):
+    """(S, H * W, D) -> (S * W, H, D): ``out[r * S + s, h] = x_r[s, me * H + h]`` (inverse of the reverse)."""
+    torch, ash, tdist = _rt()
+    what = "dispatch_all_to_all"
+    dt = v.check_tensor(what, "x", x.shape, x.dtype, x.is_cuda, 3)
+    W, me = tdist.n_pes(), tdist.my_pe()
+    S, H, D = v.check_dispatch_a2a(tuple(x.shape), W)
+    if out is None:
+        out = torch.empty((S * W, H, D), dtype=x.dtype, device=x.device)
+    elif tuple(out.shape) != (S * W, H, D) or out.dtype != x.dtype or not out.is_contiguous():
+        raise KernelArgError(f"{what}: out must be a contiguous {(S * W, H, D)} {x.dtype}, got "
+                             f"{tuple(out.shape)} {out.dtype}")
+    bs, bd = a2a_tiles(D, x.element_size())
+    recv, sig = _buffers((what, S, H, D, dt, W), lambda: (
+        ash.aclshmem_create_tensor([W * S * H * D], x.dtype),
+        ash.aclshmem_create_tensor([bar_slots(W) * SIG_ELEMS], torch.int64)))
+    grid = 2 * sm_budget()
+    _protocol(ash, sig, lambda: col.dispatch_a2a_kernel[(grid,)](
+        x, out, recv, sig, me, W, S, H, D, *x.stride(), BLOCK_S=bs, BLOCK_D=bd, num_warps=4))
+    return out
+
+
+def all_reduce(x, variant="two_shot", out=None):
+    """Sum of ``x`` over all ranks (any shape; reduced as a flat array). Bitwise equal on every rank."""
+    torch, ash, tdist = _rt()
+    what = "all_reduce"
+    v.check_variant(what, variant, col.ALLREDUCE_VARIANTS)
+    if x.dim() == 0:
+        raise KernelArgError(f"{what}: x must have at least one dimension")
+    dt = v.check_tensor(what, "x", x.shape, x.dtype, x.is_cuda, x.dim())
+    xf = x.contiguous().view(-1)
+    N = xf.numel()
+    W, me = tdist.n_pes(), tdist.my_pe()
+    if out is None:
+        out = torch.empty_like(xf)
+    elif out.numel() != N or out.dtype != x.dtype or not out.is_contiguous():
+        raise KernelArgError(f"{what}: out must be a contiguous tensor of {N} {x.dtype}, got {tuple(out.shape)} "
+                             f"{out.dtype}")
+    BLOCK = 2048
+    nsm = sm_budget()
+    if variant == "ring":
+        recv, sig = _buffers((what, variant, N, dt, W), lambda: (
+            ash.aclshmem_create_tensor([col.ring_buffer_elems(W, N)], x.dtype),
+            ash.aclshmem_create_tensor([col.ring_signal_slots(W, N, BLOCK) * SIG_ELEMS], torch.int64)))
+        grid = max(1, min(nsm, cdiv(cdiv(N, W), BLOCK)))
+        launch = lambda: col.allreduce_ring_kernel[(grid,)](  # noqa: E731
+            xf, recv, out, sig, me, W, N, BLOCK=BLOCK, num_warps=4)
+    else:
+        buf, sig = _buffers((what, "shot", N, dt, W), lambda: (
+            ash.aclshmem_create_tensor([N], x.dtype),
+            ash.aclshmem_create_tensor([bar_slots(W) * SIG_ELEMS], torch.int64)))
+        kern = col.allreduce_one_shot_kernel if variant == "one_shot" else col.allreduce_two_shot_kernel
+        grid = max(1, min(nsm, cdiv(N, BLOCK)))
+        launch = lambda: kern[(grid,)](xf, buf, out, sig, me, W, N, BLOCK=BLOCK, num_warps=4)  # noqa: E731
+    _protocol(ash, sig, launch)
+    return out.view(x.shape)
+
+
+def _gemm_cfg(dt):
+    if dt == "float32":
+        return dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_N=8, num_warps=8, num_stages=3)
+    return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_N=8, num_warps=8, num_stages=3)
+
+
+def ag_gemm(a, b, out=None, n_comm=None):
+    """``all_gather(a) @ b``: a (M, K) per rank, b (K, N) -> (W * M, N), AG overlapped with the GEMM."""
+    torch, ash, tdist = _rt()
+    what = "ag_gemm"
+    dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
+    v.check_tensor(what, "b", b.shape, b.dtype, b.is_cuda, 2)
+    v.check_same_dtype(what, a=a.dtype, b=b.dtype)
+    v.check_matmul(what, a.shape, b.shape)
+    a = a.contiguous()
+    M, K = a.shape
+    N = b.shape[1]
+    W, me = tdist.n_pes(), tdist.my_pe()
+    if out is None:
+        out = torch.empty((W * M, N), dtype=a.dtype, device=a.device)
+    elif tuple(out.shape) != (W * M, N) or out.dtype != a.dtype:
+        raise KernelArgError(f"{what}: out must be {(W * M, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
+    chunk = 128
+    gather, sig = _buffers((what, M, K, dt, W), lambda: (
+        ash.aclshmem_create_tensor([W * M * K], a.dtype),
+        ash.aclshmem_create_tensor([ov.ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], torch.int64)))
+    nsm = sm_budget()
+    nc = n_comm or max(2, nsm // 8)
+    if nc >= nsm:
+        raise KernelArgError(f"{what}: n_comm={nc} leaves no GEMM program (this rank may use {nsm} SMs)")
+    _protocol(ash, sig, lambda: ov.ag_gemm_kernel[(nsm,)](
+        a, b, out, gather, sig, me, W, M, N, K, nc, *b.stride(), *out.stride(),
+        CHUNK_M=chunk, VEC_BLOCK=1024, ELEM_BYTES=a.element_size(), **_gemm_cfg(dt)))
+    return out
+
+
+def gemm_rs(a, b, out=None, n_comm=None):
+    """``reduce_scatter(a @ b)``: a (M, K) and b (K, N) per rank -> rows [me * M / W, (me + 1) * M / W) of
+    the sum over ranks, (M / W, N), the reduction overlapped with the GEMM."""
+    torch, ash, tdist = _rt()
+    what = "gemm_rs"
+    dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
+    v.check_tensor(what, "b", b.shape, b.dtype, b.is_cuda, 2)
+    v.check_same_dtype(what, a=a.dtype, b=b.dtype)
+    v.check_matmul(what, a.shape, b.shape)
+    W, me = tdist.n_pes(), tdist.my_pe()
+    v.check_gemm_rs(a.shape, W)
+    M, K = a.shape
+    N = b.shape[1]
+    if out is None:
+        out = torch.empty((M // W, N), dtype=a.dtype, device=a.device)
+    elif tuple(out.shape) != (M // W, N) or out.dtype != a.dtype:
+        raise KernelArgError(f"{what}: out must be {(M // W, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
+    cfg = _gemm_cfg(dt)
+    recv, sig = _buffers((what, M, N, dt, W), lambda: (
+        ash.aclshmem_create_tensor([W * (M // W) * N], torch.float32),
+        ash.aclshmem_create_tensor([ov.gemm_rs_signal_slots(W, M, N, cfg["BLOCK_M"], cfg["BLOCK_N"]) * SIG_ELEMS],
+                                   torch.int64)))
+    nsm = sm_budget()
+    nc = n_comm or max(2, nsm // 8)
+    if nc >= nsm:
+        raise KernelArgError(f"{what}: n_comm={nc} leaves no GEMM program (this rank may use {nsm} SMs)")
+    _protocol(ash, sig, lambda: ov.gemm_rs_kernel[(nsm,)](
+        a, b, out, recv, sig, me, W, M, N, K, nc, *a.stride(), *b.stride(), *out.stride(),
+        RED_BLOCK_N=32, **cfg))
+    return out
