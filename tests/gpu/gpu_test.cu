@@ -197,8 +197,9 @@ TEST_F(Gpu, PutGetEveryFormSizeAlignment) {
           TD(tdist_host_barrier_all());
           std::vector<uint8_t> got(n + 2);
           const char *where = get ? loc + loff : buf + off;
-          CK(cudaMemcpy(got.data(), where - (where > (get ? loc : buf) ? 1 : 0), n + 1, cudaMemcpyDeviceToHost));
+          // Read one guard byte before (when there is one) and one after the destination.
           size_t b = where > (get ? loc : buf) ? 1 : 0;
+          CK(cudaMemcpy(got.data(), where - b, n + 1 + b, cudaMemcpyDeviceToHost));
           auto expect = host_gen(get ? right : left, n, salt);
           if (b) ASSERT_EQ(got[0], get ? 0x5A : 0xA5) << "byte before the destination was overwritten";
           for (size_t i = 0; i < n; ++i)

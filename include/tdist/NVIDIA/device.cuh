@@ -214,12 +214,40 @@ TDISTI_NV_FN uint64_t tdisti_nv_ld_relaxed_bits(const void *p, unsigned size) {
   }
 }
 
-TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state(void) { return tdisti_device_state; }
+/* Reads of the device state. The state (all but the fault record) is immutable while a kernel
+ * runs: the host publishes it between launches. So it is read through the non-coherent path
+ * (ld.global.nc) with non-volatile asm that has no memory clobber: the compiler may keep the
+ * values in registers across the acquire/release operations of a loop (an ld.acquire.sys
+ * invalidates L1, and re-reading state -> table -> entry after every acquire costs three
+ * dependent L2 round trips, about doubling a signal round trip). Never use these for the fault
+ * fields, which device code writes. */
+TDISTI_NV_FN uint64_t tdisti_nv_ldc_u64(const void *p) {
+  uint64_t v;
+  asm("{ .reg .u64 g; cvta.to.global.u64 g, %1; ld.global.nc.u64 %0, [g]; }" : "=l"(v) : "l"(p));
+  return v;
+}
+TDISTI_NV_FN int32_t tdisti_nv_ldc_s32(const void *p) {
+  int32_t v;
+  asm("{ .reg .u64 g; cvta.to.global.u64 g, %1; ld.global.nc.s32 %0, [g]; }" : "=r"(v) : "l"(p));
+  return v;
+}
+#define TDISTI_NV_SF_PTR(st, field) ((void *)(uintptr_t)tdisti_nv_ldc_u64(&(st)->field))
+#define TDISTI_NV_SF_U64(st, field) tdisti_nv_ldc_u64(&(st)->field)
+#define TDISTI_NV_SF_S32(st, field) tdisti_nv_ldc_s32(&(st)->field)
+
+TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state(void) {
+  return (tdist_device_state_t *)(uintptr_t)tdisti_nv_ldc_u64(&tdisti_device_state);
+}
+/* Base of PE `pe`'s heap in the p2p table (NULL: not reachable by load/store). */
+TDISTI_NV_FN char *tdisti_nv_p2p_base(const tdist_device_state_t *st, int pe) {
+  void **tab = (void **)TDISTI_NV_SF_PTR(st, p2p_heap_base);
+  return (char *)(uintptr_t)tdisti_nv_ldc_u64(tab + pe);
+}
 TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int32_t cmp,
                                   uint64_t expected, uint64_t seen);
 /* The state, trapping with a message when this module was never bound. */
 TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state_checked(void) {
-  tdist_device_state_t *st = tdisti_device_state;
+  tdist_device_state_t *st = tdisti_nv_state();
   if (st == 0) tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, -1, 0, -1, 0, 0);
   return st;
 }
@@ -374,12 +402,13 @@ TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
     tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, 0, -1, 0, 0);
     return 0;
   }
-  uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)st->heap_base);
-  if (pe < 0 || pe >= st->n_pes || off >= st->heap_size) {
-    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, off, -1, (uint64_t)st->n_pes, (uint64_t)(uintptr_t)addr);
+  uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)TDISTI_NV_SF_PTR(st, heap_base));
+  const int32_t n = TDISTI_NV_SF_S32(st, n_pes);
+  if (pe < 0 || pe >= n || off >= TDISTI_NV_SF_U64(st, heap_size)) {
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, off, -1, (uint64_t)n, (uint64_t)(uintptr_t)addr);
     return 0;
   }
-  char *base = (char *)st->p2p_heap_base[pe];
+  char *base = tdisti_nv_p2p_base(st, pe);
   return base ? base + off : 0;
 }
 
@@ -479,8 +508,8 @@ TDISTI_NV_FN void tdisti_nv_notify(T *slot, T v, int32_t pe, int32_t op) {
  * The device ABI (thread form).
  * ====================================================================================== */
 
-TDISTI_NV_ABI int tdist_my_pe(void) { return tdisti_nv_state_checked()->my_pe; }
-TDISTI_NV_ABI int tdist_n_pes(void) { return tdisti_nv_state_checked()->n_pes; }
+TDISTI_NV_ABI int tdist_my_pe(void) { return TDISTI_NV_SF_S32(tdisti_nv_state_checked(), my_pe); }
+TDISTI_NV_ABI int tdist_n_pes(void) { return TDISTI_NV_SF_S32(tdisti_nv_state_checked(), n_pes); }
 TDISTI_NV_ABI void *tdist_ptr(const void *addr, int pe) { return tdisti_nv_ptr(addr, pe); }
 
 /* Typed p (release store: usable as a flag) and g (relaxed system-scope load). */
@@ -587,7 +616,7 @@ TDISTI_NV_ABI void tdist_barrier_all(void) {
   tdisti_nv_syncthreads();
   if (tdisti_nv_block_tid() == 0) {
     tdist_device_state_t *st = tdisti_nv_state_checked();
-    char *heap = (char *)st->heap_base;
+    char *heap = (char *)TDISTI_NV_SF_PTR(st, heap_base);
     uint64_t *arrive = (uint64_t *)(heap + TDIST_SYNC_GRID_ARRIVE_OFF);
     uint64_t *release = (uint64_t *)(heap + TDIST_SYNC_GRID_RELEASE_OFF);
     uint64_t *epoch_p = (uint64_t *)(heap + TDIST_SYNC_DEVICE_BARRIER_OFF);
@@ -599,14 +628,14 @@ TDISTI_NV_ABI void tdist_barrier_all(void) {
       tdisti_nv_st_relaxed_u64(arrive, 0);
       const uint64_t e = tdisti_nv_ld_relaxed_u64(epoch_p) + 1;
       tdisti_nv_st_release_u64(epoch_p, e);
-      const int n = st->n_pes, me = st->my_pe;
+      const int n = TDISTI_NV_SF_S32(st, n_pes), me = TDISTI_NV_SF_S32(st, my_pe);
       const uint64_t t0 = tdisti_nv_globaltimer();
       for (uint32_t it = 0;; ++it) {
         int bad = -1;
         uint64_t seen = 0;
         for (int pe = 0; pe < n; ++pe) {
           if (pe == me) continue;
-          const uint64_t *q = (const uint64_t *)((char *)st->p2p_heap_base[pe] + TDIST_SYNC_DEVICE_BARRIER_OFF);
+          const uint64_t *q = (const uint64_t *)(tdisti_nv_p2p_base(st, pe) + TDIST_SYNC_DEVICE_BARRIER_OFF);
           uint64_t v = tdisti_nv_ld_relaxed_u64(q);
           if (v != e && v != e + 1) {
             bad = pe;
