@@ -22,6 +22,7 @@
 
 #include "core/context.hpp"
 #include "core/error.hpp"
+#include "core/watchdog.hpp"
 #include "tdist/CPU/launch.h"
 #include "tdist/abi.h"
 
@@ -70,20 +71,26 @@ inline void wake_pe(int pe) {
   if (tdisti_cpu_device_state) wake_words(pe_word(pe, TDIST_SYNC_SLEEPERS_OFF), pe_word(pe, TDIST_SYNC_FUTEX_OFF));
 }
 
-std::mutex g_fault_mu;
+std::mutex g_fault_mu;  // serialises writers of the fault record (programs, the watchdog)
+
+// The fault code is read by every waiting program while the watchdog thread may write it.
+inline int32_t fault_code_of(tdist_device_state_t *s) {
+  return std::atomic_ref<int32_t>(s->fault_code).load(std::memory_order_acquire);
+}
 
 // Records the first fault of the launch (sticky) and, in debug mode, aborts with the diagnostic.
 void record_fault(int code, int pe, uint64_t offset, uint64_t expected, uint64_t seen, int cmp) {
   tdist_device_state_t *s = state();
   if (!s) return;
   std::lock_guard<std::mutex> g(g_fault_mu);
-  if (s->fault_code == 0) {
-    s->fault_code = code;
+  if (fault_code_of(s) == 0) {
     s->fault_pe = pe;
     s->fault_offset = offset;
     s->fault_expected = expected;
     s->fault_seen = seen;
     s->fault_cmp = cmp;
+    // Published last: a wait that sees the code sees the record (the watchdog thread writes too).
+    std::atomic_ref<int32_t>(s->fault_code).store(code, std::memory_order_release);
   }
   if (s->debug) {
     std::fprintf(stderr,
@@ -97,7 +104,7 @@ void record_fault(int code, int pe, uint64_t offset, uint64_t expected, uint64_t
 
 bool faulted() {
   tdist_device_state_t *s = state();
-  return !s || s->fault_code != 0;
+  return !s || fault_code_of(s) != 0;
 }
 
 template <class T>
@@ -157,7 +164,7 @@ bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp,
     if (ready()) return true;
     if (i & 63) continue;  // look at the clock every 64 polls
     uint64_t t = now_ns();
-    if (s->fault_code) return false;  // another program of this PE already faulted
+    if (fault_code_of(s)) return false;  // another program of this PE faulted / a peer was lost
     if (t > deadline) {
       if (ready()) return true;
       int pe;
@@ -302,6 +309,48 @@ void signal_update(uint64_t *remote, uint64_t v, int op, int pe) {
 
 }  // namespace
 
+namespace tdist {
+
+void record_peer_lost(tdist_device_state_t &s, int lost_pe) {
+  std::lock_guard<std::mutex> g(g_fault_mu);
+  s.fault_pe = lost_pe;
+  s.fault_offset = 0;
+  s.fault_expected = 0;
+  s.fault_seen = 0;
+  s.fault_cmp = -1;
+  std::atomic_ref<int32_t>(s.fault_code).store(TDIST_ERR_BOOTSTRAP, std::memory_order_release);
+  // Wake the waiters asleep on any PE's memory at once (their sleep is also bounded by 1 ms).
+  for (int pe = 0; s.p2p_heap_base && pe < s.n_pes; ++pe)
+    if (auto *b = static_cast<char *>(s.p2p_heap_base[pe]))
+      wake_words(reinterpret_cast<uint32_t *>(b + TDIST_SYNC_SLEEPERS_OFF),
+                 reinterpret_cast<uint32_t *>(b + TDIST_SYNC_FUTEX_OFF));
+}
+
+int take_device_fault(tdist_device_state_t &s, std::string *what) {
+  std::lock_guard<std::mutex> g(g_fault_mu);
+  int code = fault_code_of(&s);
+  if (code == 0) return 0;
+  if (code == TDIST_ERR_BOOTSTRAP) {  // a lost peer: sticky for good
+    std::string m = peer_lost_message();
+    *what = strfmt("PE %d: peer PE %d was lost: %s", s.my_pe, s.fault_pe,
+                   m.empty() ? "(no message)" : m.c_str());
+    return code;
+  }
+  *what = code == TDIST_ERR_TIMEOUT
+              ? strfmt("PE %d: wait timed out on PE %d's heap offset %llu: expected %llu (cmp %d), "
+                       "saw %llu",
+                       s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
+                       (unsigned long long)s.fault_expected, s.fault_cmp,
+                       (unsigned long long)s.fault_seen)
+              : strfmt("PE %d: invalid device call (PE %d, heap offset %llu, address 0x%llx)",
+                       s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
+                       (unsigned long long)s.fault_seen);
+  std::atomic_ref<int32_t>(s.fault_code).store(0, std::memory_order_relaxed);
+  return code;
+}
+
+}  // namespace tdist
+
 extern "C" {
 
 int tdist_my_pe(void) { return state() ? state()->my_pe : -1; }
@@ -434,7 +483,7 @@ void tdisti_cpu_pull_barrier(uint64_t slot_off) {
     int pe = (s->my_pe + k) % s->n_pes;  // staggered start spreads the reads
     auto *theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[pe]) + slot_off);
     tdisti_cpu_wait_u64(theirs, TDIST_CMP_EQ, epoch, pe, 1);
-    if (s->fault_code) return;
+    if (fault_code_of(s)) return;
   }
 }
 
@@ -492,21 +541,8 @@ int tdist_cpu_launch(int32_t grid, tdist_cpu_kernel_fn fn, void *args) {
     body(0);
     for (auto &t : threads) t.join();
     tdist_quiet();
-    if (s.fault_code) {
-      int code = s.fault_code;
-      std::string what =
-          code == TDIST_ERR_TIMEOUT
-              ? tdist::strfmt("PE %d: wait timed out on PE %d's heap offset %llu: expected %llu "
-                              "(cmp %d), saw %llu",
-                              s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
-                              (unsigned long long)s.fault_expected, s.fault_cmp,
-                              (unsigned long long)s.fault_seen)
-              : tdist::strfmt("PE %d: invalid device call (PE %d, heap offset %llu, address 0x%llx)",
-                              s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
-                              (unsigned long long)s.fault_seen);
-      s.fault_code = 0;
-      TDIST_THROW(code, "kernel fault: %s", what.c_str());
-    }
+    std::string what;
+    if (int code = tdist::take_device_fault(s, &what)) TDIST_THROW(code, "kernel fault: %s", what.c_str());
   });
 }
 

@@ -33,10 +33,19 @@ ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
   TDIST_CHECK(addr.port > 1024, TDIST_ERR_INVALID_PARAM,
               "store port must be > 1024 (got %d in '%s')", addr.port, cfg.address.c_str());
   const char *sec = std::getenv("TDIST_STORE_SECRET");
-  std::string secret = sec ? sec : "";
-  if (cfg.rank == 0) server_ = std::make_unique<StoreServer>(addr, cfg.n_ranks, secret);
-  client_ = std::make_unique<StoreClient>(addr, cfg.rank, secret, cfg.connect_timeout_s,
-                                          cfg.op_timeout_s);
+  addr_ = addr;
+  secret_ = sec ? sec : "";
+  tls_ = store_tls_config();
+  if (cfg.rank == 0) {
+    StoreServerOptions so;
+    so.secret = secret_;
+    so.tls = tls_;
+    // A rank that never shows up fails the job, naming it, instead of every GET timing out.
+    so.join_timeout_s = cfg.connect_timeout_s;
+    server_ = std::make_unique<StoreServer>(addr, cfg.n_ranks, std::move(so));
+  }
+  client_ = std::make_unique<StoreClient>(addr, cfg.rank, secret_, cfg.connect_timeout_s,
+                                          cfg.op_timeout_s, tls_);
   if (cfg.rank == 0) {
     std::random_device rd;
     job_id_ = strfmt("%08x%08x", rd(), rd());
@@ -83,6 +92,11 @@ std::string ControlPlane::broadcast(const std::string &data, int root) {
     return data;
   }
   return client_->get(key);
+}
+
+std::unique_ptr<StoreClient> ControlPlane::connect_watcher() const {
+  return std::make_unique<StoreClient>(addr_, cfg_.rank, secret_, cfg_.connect_timeout_s,
+                                       cfg_.op_timeout_s, tls_, StoreClient::Role::kWatcher);
 }
 
 void ControlPlane::finalize() {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/store.hpp"
+
 namespace tdist {
 
 class StoreClient;
@@ -44,9 +46,15 @@ class ControlPlane {
   std::string broadcast(const std::string &data, int root);
   // Tell the store this rank finished cleanly (so closing the connection is not a loss).
   void finalize();
+  // A second, watch-only connection for this rank (same address, secret and TLS): the store
+  // reports a lost rank on it at once (core/watchdog).
+  std::unique_ptr<StoreClient> connect_watcher() const;
 
  private:
   BootstrapConfig cfg_;
+  StoreAddress addr_;
+  std::string secret_;
+  StoreTlsConfig tls_;
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<StoreClient> client_;
   uint64_t seq_ = 0;

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -22,20 +23,6 @@
 namespace tdist {
 
 using Clock = std::chrono::steady_clock;
-
-std::string validate_frame_header(const FrameHeader &h) {
-  if (h.magic != kStoreMagic) return strfmt("bad magic 0x%08x", h.magic);
-  if (h.key_len > kStoreMaxKey) return strfmt("key length %u exceeds %u", h.key_len, kStoreMaxKey);
-  if (h.val_len > kStoreMaxValue)
-    return strfmt("value length %u exceeds %u", h.val_len, kStoreMaxValue);
-  switch (static_cast<StoreOp>(h.op)) {
-    case StoreOp::kHello: case StoreOp::kSet: case StoreOp::kGet: case StoreOp::kAdd:
-    case StoreOp::kDel: case StoreOp::kCheck: case StoreOp::kFinalize:
-    case StoreOp::kReplyOk: case StoreOp::kReplyError:
-      return {};
-  }
-  return strfmt("unknown op %u", h.op);
-}
 
 StoreAddress parse_store_address(const std::string &url) {
   StoreAddress a;
@@ -72,28 +59,7 @@ StoreAddress parse_store_address(const std::string &url) {
 
 namespace {
 
-bool send_all(int fd, const void *p, size_t n) {
-  const char *c = static_cast<const char *>(p);
-  while (n) {
-    ssize_t k = ::send(fd, c, n, MSG_NOSIGNAL);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    c += k;
-    n -= size_t(k);
-  }
-  return true;
-}
-
-bool send_frame(int fd, StoreOp op, const std::string &key, const std::string &val) {
-  FrameHeader h{kStoreMagic, uint32_t(op), uint32_t(key.size()), uint32_t(val.size())};
-  std::string buf(sizeof h + key.size() + val.size(), '\0');
-  std::memcpy(buf.data(), &h, sizeof h);
-  std::memcpy(buf.data() + sizeof h, key.data(), key.size());
-  std::memcpy(buf.data() + sizeof h + key.size(), val.data(), val.size());
-  return send_all(fd, buf.data(), buf.size());
-}
+constexpr int kServerSendTimeoutMs = 5000;  // a client that stops reading cannot stall the server
 
 // Resolves host:port; throws BOOTSTRAP on failure.
 std::vector<sockaddr_storage> resolve(const StoreAddress &a, bool passive, socklen_t *len) {
@@ -117,6 +83,10 @@ std::vector<sockaddr_storage> resolve(const StoreAddress &a, bool passive, sockl
   return out;
 }
 
+bool is_loopback(const StoreAddress &a) {
+  return a.host == "localhost" || a.host.rfind("127.", 0) == 0 || a.host == "::1";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- server
@@ -125,200 +95,308 @@ struct StoreServer::Impl {
   int listen_fd = -1;
   int wake_pipe[2] = {-1, -1};
   int n_ranks = 0;
-  std::string secret;
+  StoreServerOptions opts;
+  std::shared_ptr<TlsContext> tls;
   std::thread thread;
   std::atomic<bool> stop{false};
+  Clock::time_point started = Clock::now();
 
   struct Conn {
-    int fd;
-    int rank = -1;  // -1 until HELLO
+    Channel ch;
+    int rank = -1;  // -1 until HELLO / WATCH
+    bool watcher = false;
     bool finalized = false;
-    std::string inbuf;
+    Clock::time_point accepted = Clock::now();
+    FrameDecoder dec{kStoreMaxUnauthFrame};
   };
-  std::map<int, Conn> conns;
+  std::map<int, std::unique_ptr<Conn>> conns;            // by fd
   std::map<std::string, std::string> kv;
   std::map<std::string, std::vector<int>> waiters;  // key -> fds blocked in GET
-  std::string failure;                              // non-empty once a rank was lost
+  std::set<int> watchers;                            // fds of watch connections
+  std::set<int> watched_ranks;
+  std::string failure;                              // non-empty once the job failed
+  int failure_rank = -1;
   std::set<int> finalized_ranks;
   std::set<int> seen_ranks;
   std::set<int> gone_ranks;  // connection closed (after finalize, or lost)
-  std::mutex mu;  // guards finalized_ranks / seen_ranks for the destructor
+  std::mutex mu;  // guards finalized_ranks / seen_ranks / gone_ranks for the destructor
 
-  void fail_all(const std::string &why) {
-    if (failure.empty()) failure = why;
-    for (auto &[key, fds] : waiters)
-      for (int fd : fds) send_frame(fd, StoreOp::kReplyError, key, failure);
-    waiters.clear();
-  }
+  size_t max_conns() const { return size_t(2 * n_ranks + 64); }
 
-  void drop(int fd, const char *why) {
+  // Best effort: a connection whose send fails is shut down, so poll() reports it and it is
+  // dropped in the next round (never dropped here, while callers iterate).
+  void send(int fd, StoreOp op, const std::string &key, const std::string &val) {
     auto it = conns.find(fd);
     if (it == conns.end()) return;
-    Conn c = std::move(it->second);
+    std::string f = encode_frame(op, key, val);
+    if (!it->second->ch.write_all(f.data(), f.size(), kServerSendTimeoutMs)) ::shutdown(fd, SHUT_RDWR);
+  }
+
+  void fail_all(const std::string &why, int lost_rank) {
+    if (!failure.empty()) return;
+    failure = why;
+    failure_rank = lost_rank;
+    for (auto &[key, fds] : waiters)
+      for (int fd : fds) send(fd, StoreOp::kReplyError, key, failure);
+    waiters.clear();
+    for (int fd : watchers) send(fd, StoreOp::kReplyError, std::to_string(lost_rank), failure);
+  }
+
+  void drop(int fd, const std::string &why) {
+    auto it = conns.find(fd);
+    if (it == conns.end()) return;
+    std::unique_ptr<Conn> c = std::move(it->second);
     conns.erase(it);
     for (auto &[key, fds] : waiters) std::erase(fds, fd);
-    ::close(fd);
-    if (c.rank >= 0) {
+    watchers.erase(fd);
+    c->ch.close();
+    if (c->rank < 0 || c->watcher) return;
+    {
       std::lock_guard<std::mutex> g(mu);
-      gone_ranks.insert(c.rank);
+      gone_ranks.insert(c->rank);
     }
-    if (c.rank >= 0 && !c.finalized && !stop.load())
-      fail_all(strfmt("rank %d lost (%s before finalize)", c.rank, why));
+    if (!c->finalized && !stop.load())
+      fail_all(strfmt("rank %d lost (%s before finalize)", c->rank, why.c_str()), c->rank);
+  }
+
+  bool authenticate(Conn &c, const Frame &f) {
+    const bool watch = f.op == StoreOp::kWatch;
+    if (!secret_matches(f.value, opts.secret)) {
+      send(c.ch.fd(), StoreOp::kReplyError, f.key, "authentication failed");
+      return false;
+    }
+    int r = parse_rank_key(f.key, n_ranks);
+    if (r < 0) {
+      send(c.ch.fd(), StoreOp::kReplyError, f.key,
+           strfmt("rank '%.32s' out of range [0, %d)", f.key.c_str(), n_ranks));
+      return false;
+    }
+    {
+      std::lock_guard<std::mutex> g(mu);
+      std::set<int> &seen = watch ? watched_ranks : seen_ranks;
+      if (seen.count(r)) {
+        send(c.ch.fd(), StoreOp::kReplyError, f.key,
+             strfmt(watch ? "rank %d's watchdog joined twice" : "rank %d joined twice", r));
+        return false;
+      }
+      seen.insert(r);
+    }
+    c.rank = r;
+    c.watcher = watch;
+    c.dec.set_max_payload(kStoreMaxKey + kStoreMaxValue);
+    send(c.ch.fd(), StoreOp::kReplyOk, f.key, "");
+    if (watch) {
+      watchers.insert(c.ch.fd());
+      if (!failure.empty()) send(c.ch.fd(), StoreOp::kReplyError, std::to_string(failure_rank), failure);
+    }
+    return true;
   }
 
   // Handles one complete frame. Returns false if the connection must be dropped.
-  bool handle(Conn &c, StoreOp op, std::string key, std::string val) {
-    if (c.rank < 0 && op != StoreOp::kHello) {
-      send_frame(c.fd, StoreOp::kReplyError, key, "first message must be HELLO");
+  bool handle(Conn &c, Frame &f) {
+    const int fd = c.ch.fd();
+    if (c.rank < 0) {
+      if (f.op == StoreOp::kHello || f.op == StoreOp::kWatch) return authenticate(c, f);
+      send(fd, StoreOp::kReplyError, f.key, "first message must be HELLO");
       return false;
     }
-    if (!failure.empty() && op != StoreOp::kFinalize) {
-      send_frame(c.fd, StoreOp::kReplyError, key, failure);
+    if (c.watcher) {
+      send(fd, StoreOp::kReplyError, f.key, "a watch connection sends no requests");
+      return false;
+    }
+    if (!failure.empty() && f.op != StoreOp::kFinalize) {
+      send(fd, StoreOp::kReplyError, f.key, failure);
       return true;
     }
-    switch (op) {
-      case StoreOp::kHello: {
-        char *end = nullptr;
-        long r = std::strtol(key.c_str(), &end, 10);
-        bool secret_ok = val.size() == secret.size();
-        unsigned diff = 0;
-        for (size_t i = 0; secret_ok && i < val.size(); ++i) diff |= unsigned(val[i] ^ secret[i]);
-        if (!secret_ok || diff) {
-          send_frame(c.fd, StoreOp::kReplyError, key, "authentication failed");
-          return false;
-        }
-        if (key.empty() || *end || r < 0 || r >= n_ranks) {
-          send_frame(c.fd, StoreOp::kReplyError, key, strfmt("rank '%s' out of range", key.c_str()));
-          return false;
-        }
-        {
-          std::lock_guard<std::mutex> g(mu);
-          if (seen_ranks.count(int(r))) {
-            send_frame(c.fd, StoreOp::kReplyError, key, strfmt("rank %ld joined twice", r));
-            return false;
-          }
-          seen_ranks.insert(int(r));
-        }
-        c.rank = int(r);
-        return send_frame(c.fd, StoreOp::kReplyOk, key, "");
-      }
+    switch (f.op) {
       case StoreOp::kSet: {
-        auto w = waiters.find(key);
-        if (w != waiters.end()) {
-          for (int fd : w->second) send_frame(fd, StoreOp::kReplyOk, key, val);
+        if (auto w = waiters.find(f.key); w != waiters.end()) {
+          for (int wfd : w->second) send(wfd, StoreOp::kReplyOk, f.key, f.value);
           waiters.erase(w);
         }
-        kv[key] = std::move(val);
-        return send_frame(c.fd, StoreOp::kReplyOk, key, "");
+        kv[f.key] = std::move(f.value);
+        send(fd, StoreOp::kReplyOk, f.key, "");
+        return true;
       }
       case StoreOp::kGet: {
-        auto it = kv.find(key);
-        if (it != kv.end()) return send_frame(c.fd, StoreOp::kReplyOk, key, it->second);
-        waiters[key].push_back(c.fd);
+        auto it = kv.find(f.key);
+        if (it != kv.end()) send(fd, StoreOp::kReplyOk, f.key, it->second);
+        else waiters[f.key].push_back(fd);
         return true;
       }
       case StoreOp::kAdd: {
-        char *end = nullptr;
-        long long d = std::strtoll(val.c_str(), &end, 10);
-        if (val.empty() || *end) {
-          send_frame(c.fd, StoreOp::kReplyError, key, "ADD needs a decimal delta");
+        int64_t d = 0, cur = 0;
+        if (!parse_add_delta(f.value, &d)) {
+          send(fd, StoreOp::kReplyError, f.key, "ADD needs a decimal delta");
           return true;
         }
-        long long cur = 0;
-        if (auto it = kv.find(key); it != kv.end()) cur = std::strtoll(it->second.c_str(), nullptr, 10);
-        cur += d;
+        if (auto it = kv.find(f.key); it != kv.end() && !parse_add_delta(it->second, &cur)) {
+          send(fd, StoreOp::kReplyError, f.key, "ADD on a key that does not hold a number");
+          return true;
+        }
+        if (__builtin_add_overflow(cur, d, &cur)) {
+          send(fd, StoreOp::kReplyError, f.key, "ADD overflows int64");
+          return true;
+        }
         std::string s = std::to_string(cur);
-        kv[key] = s;
-        if (auto w = waiters.find(key); w != waiters.end()) {
-          for (int fd : w->second) send_frame(fd, StoreOp::kReplyOk, key, s);
+        kv[f.key] = s;
+        if (auto w = waiters.find(f.key); w != waiters.end()) {
+          for (int wfd : w->second) send(wfd, StoreOp::kReplyOk, f.key, s);
           waiters.erase(w);
         }
-        return send_frame(c.fd, StoreOp::kReplyOk, key, s);
+        send(fd, StoreOp::kReplyOk, f.key, s);
+        return true;
       }
       case StoreOp::kDel:
-        kv.erase(key);
-        return send_frame(c.fd, StoreOp::kReplyOk, key, "");
+        kv.erase(f.key);
+        send(fd, StoreOp::kReplyOk, f.key, "");
+        return true;
       case StoreOp::kCheck:
-        return send_frame(c.fd, StoreOp::kReplyOk, key, kv.count(key) ? "1" : "0");
+        send(fd, StoreOp::kReplyOk, f.key, kv.count(f.key) ? "1" : "0");
+        return true;
       case StoreOp::kFinalize: {
         c.finalized = true;
         {
           std::lock_guard<std::mutex> g(mu);
           finalized_ranks.insert(c.rank);
         }
-        return send_frame(c.fd, StoreOp::kReplyOk, key, "");
+        send(fd, StoreOp::kReplyOk, f.key, "");
+        return true;
       }
+      case StoreOp::kHello:
+      case StoreOp::kWatch:
+        send(fd, StoreOp::kReplyError, f.key, "connection already authenticated");
+        return false;
       default:
-        send_frame(c.fd, StoreOp::kReplyError, key, "op not valid in a request");
+        send(fd, StoreOp::kReplyError, f.key, "op not valid in a request");
         return false;
     }
   }
 
-  void on_readable(int fd) {
+  void on_event(int fd) {
     auto it = conns.find(fd);
     if (it == conns.end()) return;
-    Conn &c = it->second;
-    char buf[65536];
-    ssize_t k = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (k == 0) return drop(fd, "connection closed");
-    if (k < 0) {
-      if (errno == EAGAIN || errno == EINTR) return;
-      return drop(fd, "connection error");
+    Conn &c = *it->second;
+    if (c.ch.handshaking()) {
+      std::string why;
+      int rc = c.ch.handshake_step(&why);
+      if (rc < 0) return drop(fd, "TLS handshake failed: " + why);
+      if (rc == 0) return;
     }
-    c.inbuf.append(buf, size_t(k));
-    while (c.inbuf.size() >= sizeof(FrameHeader)) {
-      FrameHeader h;
-      std::memcpy(&h, c.inbuf.data(), sizeof h);
-      std::string bad = validate_frame_header(h);
-      if (!bad.empty()) {
-        send_frame(fd, StoreOp::kReplyError, "", "protocol error: " + bad);
-        return drop(fd, "protocol error");
+    char buf[65536];
+    while (true) {  // drain: under TLS, poll() cannot see bytes already decrypted
+      ssize_t k = c.ch.read_some(buf, sizeof buf);
+      if (k == 0) return drop(fd, "connection closed");
+      if (k == -2) return drop(fd, "connection error: " + c.ch.last_error());
+      if (k < 0) break;
+      c.dec.append(buf, size_t(k));
+      Frame f;
+      std::string why;
+      while (true) {
+        auto r = c.dec.next(&f, &why);
+        if (r == FrameDecoder::kNeedMore) break;
+        if (r == FrameDecoder::kError) {
+          send(fd, StoreOp::kReplyError, "", "protocol error: " + why);
+          return drop(fd, "protocol error: " + why);
+        }
+        if (!handle(c, f)) return drop(fd, "rejected");
       }
-      size_t need = sizeof h + size_t(h.key_len) + size_t(h.val_len);
-      if (c.inbuf.size() < need) break;
-      std::string key = c.inbuf.substr(sizeof h, h.key_len);
-      std::string val = c.inbuf.substr(sizeof h + h.key_len, h.val_len);
-      c.inbuf.erase(0, need);
-      if (!handle(c, static_cast<StoreOp>(h.op), std::move(key), std::move(val)))
-        return drop(fd, "rejected");
     }
   }
 
+  void housekeeping() {
+    auto now = Clock::now();
+    std::vector<int> stale;
+    for (auto &[fd, c] : conns)
+      if (c->rank < 0 && now - c->accepted > std::chrono::duration<double>(opts.hello_timeout_s))
+        stale.push_back(fd);
+    for (int fd : stale) drop(fd, "no HELLO in time");
+    if (opts.join_timeout_s > 0 && failure.empty() &&
+        now - started > std::chrono::duration<double>(opts.join_timeout_s)) {
+      std::string missing;
+      int first = -1;
+      {
+        std::lock_guard<std::mutex> g(mu);
+        for (int r = 0; r < n_ranks; ++r)
+          if (!seen_ranks.count(r)) {
+            if (first < 0) first = r;
+            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+          }
+      }
+      if (first >= 0)
+        fail_all(strfmt("rank %d lost: rank(s) %s did not join the store within %.0f s", first,
+                        missing.c_str(), opts.join_timeout_s),
+                 first);
+    }
+  }
+
+  void accept_one() {
+    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (conns.size() >= max_conns()) {  // a flood of strangers cannot exhaust descriptors
+      ::close(fd);
+      return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // A peer host that vanishes without closing is noticed in about 10 + 3 * 5 s.
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    int idle = 10, intvl = 5, cnt = 3;
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    auto c = std::make_unique<Conn>();
+    c->ch = Channel(fd);
+    if (tls) {
+      try {
+        c->ch.start_tls_server(tls);
+      } catch (const std::exception &) {
+        return;  // c closes fd
+      }
+    }
+    conns.emplace(fd, std::move(c));
+  }
+
   void loop() {
+    std::vector<pollfd> pfds;
     while (!stop.load()) {
-      std::vector<pollfd> pfds;
+      pfds.clear();
       pfds.push_back({listen_fd, POLLIN, 0});
       pfds.push_back({wake_pipe[0], POLLIN, 0});
-      for (auto &[fd, c] : conns) pfds.push_back({fd, POLLIN, 0});
+      for (auto &[fd, c] : conns)
+        pfds.push_back({fd, short(POLLIN | (c->ch.want_write() ? POLLOUT : 0)), 0});
       int rc = ::poll(pfds.data(), pfds.size(), 200);
       if (rc < 0 && errno != EINTR) break;
-      if (rc <= 0) continue;
-      if (pfds[0].revents & POLLIN) {
-        int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd >= 0) {
-          int one = 1;
-          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          timeval tv{5, 0};  // a client that stops reading cannot stall the server for long
-          setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-          conns.emplace(fd, Conn{fd, -1, false, {}});
-        }
+      if (rc > 0) {
+        if (pfds[0].revents & POLLIN) accept_one();
+        for (size_t i = 2; i < pfds.size(); ++i)
+          if (pfds[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR)) on_event(pfds[i].fd);
       }
-      for (size_t i = 2; i < pfds.size(); ++i)
-        if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) on_readable(pfds[i].fd);
+      housekeeping();
     }
   }
 };
 
-StoreServer::StoreServer(const StoreAddress &addr, int n_ranks, std::string secret)
+StoreServer::StoreServer(const StoreAddress &addr, int n_ranks, StoreServerOptions opts)
     : impl_(std::make_unique<Impl>()) {
+  TDIST_CHECK(n_ranks >= 1, TDIST_ERR_INVALID_PARAM, "store: n_ranks must be >= 1 (got %d)", n_ranks);
   impl_->n_ranks = n_ranks;
-  impl_->secret = std::move(secret);
+  impl_->opts = std::move(opts);
+  if (impl_->opts.tls.enable)
+    impl_->tls = make_tls_server_context(impl_->opts.tls, !impl_->opts.secret.empty());
+  else if (impl_->opts.secret.empty() && !is_loopback(addr))
+    std::fprintf(stderr,
+                 "tdist: warning: the bootstrap store listens on %s:%d with neither TLS nor a "
+                 "shared secret: anyone who reaches the port can join the job (set "
+                 "TDIST_STORE_SECRET or enable TLS)\n",
+                 addr.host.c_str(), addr.port);
   socklen_t len = 0;
   auto addrs = resolve(addr, true, &len);
-  int fd = ::socket(addr.ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = ::socket(addr.ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   TDIST_CHECK(fd >= 0, TDIST_ERR_BOOTSTRAP, "store: socket(): %s", std::strerror(errno));
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (addr.ipv6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);  // only where told
   if (::bind(fd, reinterpret_cast<sockaddr *>(&addrs[0]), len) != 0 || ::listen(fd, 1024) != 0) {
     int e = errno;
     ::close(fd);
@@ -332,8 +410,11 @@ StoreServer::StoreServer(const StoreAddress &addr, int n_ranks, std::string secr
   port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port
                                             : reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
   impl_->listen_fd = fd;
-  TDIST_CHECK(::pipe2(impl_->wake_pipe, O_CLOEXEC) == 0, TDIST_ERR_BOOTSTRAP, "store: pipe: %s",
-              std::strerror(errno));
+  if (::pipe2(impl_->wake_pipe, O_CLOEXEC) != 0) {
+    int e = errno;
+    ::close(fd);
+    TDIST_THROW(TDIST_ERR_BOOTSTRAP, "store: pipe: %s", std::strerror(e));
+  }
   impl_->thread = std::thread([this] { impl_->loop(); });
 }
 
@@ -356,7 +437,7 @@ StoreServer::~StoreServer() {
   if (impl_->thread.joinable()) impl_->thread.join();
   // Listener first: once a client sees its connection close, a new job may bind the same port.
   if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
-  for (auto &[fd, c] : impl_->conns) ::close(fd);
+  impl_->conns.clear();  // closes every connection
   for (int f : impl_->wake_pipe)
     if (f >= 0) ::close(f);
 }
@@ -364,20 +445,35 @@ StoreServer::~StoreServer() {
 // ---------------------------------------------------------------- client
 
 StoreClient::StoreClient(const StoreAddress &addr, int rank, const std::string &secret,
-                         double connect_timeout_s, double op_timeout_s)
+                         double connect_timeout_s, double op_timeout_s, const StoreTlsConfig &tls,
+                         Role role)
     : rank_(rank), op_timeout_s_(op_timeout_s) {
+  // Configuration errors (missing files) surface before any network wait.
+  std::shared_ptr<TlsContext> tctx = tls.enable ? make_tls_client_context(tls) : nullptr;
   auto deadline = Clock::now() + std::chrono::duration<double>(connect_timeout_s);
   socklen_t len = 0;
   std::string last_err;
   int delay_ms = 5;
   while (true) {
     auto addrs = resolve(addr, false, &len);
-    int fd = ::socket(addr.ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = ::socket(addr.ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     TDIST_CHECK(fd >= 0, TDIST_ERR_BOOTSTRAP, "store: socket(): %s", std::strerror(errno));
-    if (::connect(fd, reinterpret_cast<sockaddr *>(&addrs[0]), len) == 0) {
+    int rc = ::connect(fd, reinterpret_cast<sockaddr *>(&addrs[0]), len);
+    if (rc != 0 && errno == EINPROGRESS) {
+      // A silent host must not hold us past the deadline (a blocking connect could).
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      pollfd p{fd, POLLOUT, 0};
+      int err = ETIMEDOUT;
+      socklen_t el = sizeof err;
+      if (::poll(&p, 1, int(std::clamp<long long>(left, 1, 5000))) == 1)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+      errno = err;
+      rc = err == 0 ? 0 : -1;
+    }
+    if (rc == 0) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      fd_ = fd;
+      ch_ = Channel(fd);
       break;
     }
     last_err = std::strerror(errno);
@@ -389,89 +485,150 @@ StoreClient::StoreClient(const StoreAddress &addr, int rank, const std::string &
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, 200);
   }
-  request(StoreOp::kHello, std::to_string(rank), secret);
+  if (tctx) {
+    double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    ch_.connect_tls(tctx, addr.host, std::max(left, 5.0));
+  }
+  request(role == Role::kWatcher ? StoreOp::kWatch : StoreOp::kHello, std::to_string(rank), secret);
 }
 
-StoreClient::~StoreClient() {
-  if (fd_ >= 0) ::close(fd_);
-}
+StoreClient::~StoreClient() = default;
 
-std::string StoreClient::request(StoreOp op, const std::string &key, const std::string &value) {
-  TDIST_CHECK(fd_ >= 0, TDIST_ERR_BOOTSTRAP, "store connection is closed");
-  TDIST_CHECK(key.size() <= kStoreMaxKey && value.size() <= kStoreMaxValue, TDIST_ERR_INVALID_PARAM,
-              "store request too large (key %zu bytes, value %zu bytes)", key.size(), value.size());
-  if (!send_frame(fd_, op, key, value))
-    TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: lost the store connection (%s)", rank_,
-                std::strerror(errno));
-  auto deadline = Clock::now() + std::chrono::duration<double>(op_timeout_s_);
-  std::string in;
-  FrameHeader h{};
-  size_t need = sizeof h;
-  bool have_header = false;
-  while (in.size() < need) {
+Frame StoreClient::read_frame(double timeout_s, const std::string &what) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  Frame f;
+  std::string why;
+  while (true) {
+    auto r = dec_.next(&f, &why);
+    if (r == FrameDecoder::kFrame) return f;
+    if (r == FrameDecoder::kError) {
+      ch_.close();
+      TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: bad reply from store: %s", rank_, why.c_str());
+    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       // A late reply would be misread as the answer to the next request: the connection is
       // unusable from here on.
-      ::close(fd_);
-      fd_ = -1;
+      ch_.close();
       TDIST_THROW(TDIST_ERR_TIMEOUT, "rank %d: store request for key '%s' timed out after %.0f s",
-                  rank_, key.c_str(), op_timeout_s_);
+                  rank_, what.c_str(), timeout_s);
     }
-    pollfd p{fd_, POLLIN, 0};
-    int rc = ::poll(&p, 1, int(std::min<long long>(left, 1000)));
-    if (rc < 0 && errno != EINTR)
-      TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: poll on store: %s", rank_, std::strerror(errno));
-    if (rc <= 0) continue;
+    if (!ch_.buffered()) {
+      pollfd p{ch_.fd(), POLLIN, 0};
+      int rc = ::poll(&p, 1, int(std::min<long long>(left, 1000)));
+      if (rc < 0 && errno != EINTR)
+        TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: poll on store: %s", rank_, std::strerror(errno));
+      if (rc <= 0) continue;
+    }
     char buf[65536];
-    size_t want = std::min(sizeof buf, need - in.size());
-    ssize_t k = ::recv(fd_, buf, want, 0);
-    if (k == 0)
+    ssize_t k = ch_.read_some(buf, sizeof buf);
+    if (k == 0) {
+      job_failed_ = true;
+      ch_.close();
       TDIST_THROW(TDIST_ERR_BOOTSTRAP,
-                  "rank %d: the store (rank 0) closed the connection: rank 0 is gone", rank_);
-    if (k < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: store recv: %s", rank_, std::strerror(errno));
+                  "rank %d: the store (rank 0) closed the connection: rank 0 lost", rank_);
     }
-    in.append(buf, size_t(k));
-    if (!have_header && in.size() >= sizeof h) {
-      std::memcpy(&h, in.data(), sizeof h);
-      std::string bad = validate_frame_header(h);
-      TDIST_CHECK(bad.empty(), TDIST_ERR_BOOTSTRAP, "rank %d: bad reply from store: %s", rank_,
-                  bad.c_str());
-      have_header = true;
-      need = sizeof h + h.key_len + h.val_len;
+    if (k == -2) {
+      job_failed_ = true;
+      std::string e = ch_.last_error();
+      ch_.close();
+      TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: store connection failed: %s", rank_, e.c_str());
     }
+    if (k > 0) dec_.append(buf, size_t(k));
   }
-  std::string val = in.substr(sizeof h + h.key_len, h.val_len);
-  if (static_cast<StoreOp>(h.op) == StoreOp::kReplyError)
+}
+
+std::string StoreClient::request(StoreOp op, const std::string &key, const std::string &value) {
+  TDIST_CHECK(ch_.fd() >= 0, TDIST_ERR_BOOTSTRAP, "rank %d: store connection is closed", rank_);
+  TDIST_CHECK(key.size() <= kStoreMaxKey && value.size() <= kStoreMaxValue, TDIST_ERR_INVALID_PARAM,
+              "store request too large (key %zu bytes, value %zu bytes)", key.size(), value.size());
+  std::string f = encode_frame(op, key, value);
+  if (!ch_.write_all(f.data(), f.size(), int(op_timeout_s_ * 1000))) {
+    job_failed_ = true;
+    TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: lost the store connection (%s): rank 0 lost", rank_,
+                ch_.last_error().c_str());
+  }
+  Frame r = read_frame(op_timeout_s_, key);
+  if (r.op == StoreOp::kReplyError) {
+    if (op != StoreOp::kHello && op != StoreOp::kWatch) job_failed_ = true;
     TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: store refused '%s': %s", rank_, key.c_str(),
-                val.c_str());
-  TDIST_CHECK(static_cast<StoreOp>(h.op) == StoreOp::kReplyOk, TDIST_ERR_BOOTSTRAP,
-              "rank %d: unexpected reply op %u from store", rank_, h.op);
-  return val;
+                r.value.c_str());
+  }
+  TDIST_CHECK(r.op == StoreOp::kReplyOk, TDIST_ERR_BOOTSTRAP,
+              "rank %d: unexpected reply op %u from store", rank_, unsigned(r.op));
+  return std::move(r.value);
 }
 
 void StoreClient::set(const std::string &k, const std::string &v) { request(StoreOp::kSet, k, v); }
 std::string StoreClient::get(const std::string &k) { return request(StoreOp::kGet, k, ""); }
 int64_t StoreClient::add(const std::string &k, int64_t d) {
-  return std::strtoll(request(StoreOp::kAdd, k, std::to_string(d)).c_str(), nullptr, 10);
+  int64_t v = 0;
+  std::string r = request(StoreOp::kAdd, k, std::to_string(d));
+  TDIST_CHECK(parse_add_delta(r, &v), TDIST_ERR_BOOTSTRAP, "rank %d: store sent a non-number '%.32s'",
+              rank_, r.c_str());
+  return v;
 }
 bool StoreClient::check(const std::string &k) { return request(StoreOp::kCheck, k, "") == "1"; }
 void StoreClient::del(const std::string &k) { request(StoreOp::kDel, k, ""); }
+
 void StoreClient::finalize(bool wait_for_close) {
   request(StoreOp::kFinalize, "", "");
-  if (!wait_for_close) return;
-  // The server closes every connection after its listener when the job ends; waiting for that
-  // means a re-initialised job can never reach the old store.
-  auto deadline = Clock::now() + std::chrono::duration<double>(op_timeout_s_);
-  char b;
-  while (Clock::now() < deadline) {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 100) > 0 && ::recv(fd_, &b, 1, 0) <= 0) break;
+  if (wait_for_close && !job_failed_) {
+    // The server closes every connection after its listener when the job ends; waiting for that
+    // means a re-initialised job can never reach the old store.
+    auto deadline = Clock::now() + std::chrono::duration<double>(op_timeout_s_);
+    char b[256];
+    while (Clock::now() < deadline) {
+      pollfd p{ch_.fd(), POLLIN, 0};
+      if (!ch_.buffered() && ::poll(&p, 1, 100) <= 0) continue;
+      ssize_t k = ch_.read_some(b, sizeof b);
+      if (k == 0 || k == -2) break;
+    }
   }
-  ::close(fd_);
-  fd_ = -1;
+  ch_.close();
+}
+
+bool StoreClient::wait_for_failure(int stop_fd, int *lost_rank, std::string *message) {
+  Frame f;
+  std::string why;
+  char buf[65536];
+  while (true) {
+    auto r = dec_.next(&f, &why);
+    if (r == FrameDecoder::kFrame) {
+      if (f.op != StoreOp::kReplyError) continue;
+      *lost_rank = -1;
+      int64_t v;
+      if (parse_add_delta(f.key, &v) && v >= 0 && v < (int64_t(1) << 30)) *lost_rank = int(v);
+      *message = f.value;
+      job_failed_ = true;
+      return true;
+    }
+    if (r == FrameDecoder::kError) {
+      *lost_rank = 0;
+      *message = "rank 0 lost: the store it hosts sent a bad frame (" + why + ")";
+      return true;
+    }
+    if (!ch_.buffered()) {
+      pollfd p[2] = {{ch_.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+      int rc = ::poll(p, 2, 1000);
+      if (rc < 0 && errno != EINTR) {
+        *lost_rank = -1;
+        *message = strfmt("watchdog poll failed: %s", std::strerror(errno));
+        return true;
+      }
+      if (p[1].revents) return false;
+      if (rc <= 0 || !p[0].revents) continue;
+    }
+    ssize_t k = ch_.read_some(buf, sizeof buf);
+    if (k == 0 || k == -2) {
+      *lost_rank = 0;
+      *message = k == 0 ? "rank 0 lost: the store it hosts closed the connection"
+                        : "rank 0 lost: the store connection failed (" + ch_.last_error() + ")";
+      job_failed_ = true;
+      return true;
+    }
+    if (k > 0) dec_.append(buf, size_t(k));
+  }
 }
 
 }  // namespace tdist

@@ -1,5 +1,6 @@
 // Bootstrap key-value store (docs/CONTRACT.md section 5). Rank 0 runs StoreServer; every rank
-// (rank 0 included) talks to it through a StoreClient.
+// (rank 0 included) talks to it through a StoreClient, plus one watch-only StoreClient per rank
+// (core/watchdog) that hears about a lost rank at once.
 #pragma once
 
 #include <atomic>
@@ -8,34 +9,10 @@
 #include <string>
 #include <thread>
 
+#include "bootstrap/frame.hpp"
+#include "bootstrap/tls.hpp"
+
 namespace tdist {
-
-constexpr uint32_t kStoreMagic = 0x564b4454u;  // "TDKV" little-endian
-constexpr uint32_t kStoreMaxKey = 4096;
-constexpr uint32_t kStoreMaxValue = 64u << 20;
-
-enum class StoreOp : uint32_t {
-  kHello = 1,     // key = "<rank>", value = job secret; binds the connection to a rank
-  kSet = 2,
-  kGet = 3,       // blocks (server side) until the key exists
-  kAdd = 4,       // value = decimal delta; reply = new value
-  kDel = 5,
-  kCheck = 6,     // reply "1"/"0"
-  kFinalize = 7,  // this rank leaves cleanly
-  kReplyOk = 100,
-  kReplyError = 101,  // value = message (e.g. a lost rank)
-};
-
-struct FrameHeader {
-  uint32_t magic;
-  uint32_t op;
-  uint32_t key_len;
-  uint32_t val_len;
-};
-
-// Validates a received header; returns an empty string when acceptable, else why not.
-// Every length is checked here before anything is allocated.
-std::string validate_frame_header(const FrameHeader &h);
 
 // Parsed "tcp://host:port" / "tcp6://[host]:port".
 struct StoreAddress {
@@ -45,10 +22,28 @@ struct StoreAddress {
 };
 StoreAddress parse_store_address(const std::string &url);  // throws INVALID_PARAM
 
+struct StoreServerOptions {
+  std::string secret;     // every HELLO / WATCH must present it ("" = none required)
+  StoreTlsConfig tls;     // TLS when tls.enable
+  // Fail the job naming the missing ranks if not every rank has joined by then (0: never).
+  double join_timeout_s = 0;
+  // A connection that has not authenticated within this time is dropped.
+  double hello_timeout_s = 10;
+};
+
 class StoreServer {
+  static StoreServerOptions with_secret(std::string s) {
+    StoreServerOptions o;
+    o.secret = std::move(s);
+    return o;
+  }
+
  public:
-  // Binds and listens at once (so a bad/used port fails here), serves on a thread.
-  StoreServer(const StoreAddress &addr, int n_ranks, std::string secret);
+  // Binds exactly the address given and listens at once (so a bad/used port fails here),
+  // serves on a thread.
+  StoreServer(const StoreAddress &addr, int n_ranks, StoreServerOptions opts);
+  StoreServer(const StoreAddress &addr, int n_ranks, std::string secret)
+      : StoreServer(addr, n_ranks, with_secret(std::move(secret))) {}
   ~StoreServer();
   int port() const { return port_; }
 
@@ -60,22 +55,33 @@ class StoreServer {
 
 class StoreClient {
  public:
+  enum class Role { kRank, kWatcher };
   StoreClient(const StoreAddress &addr, int rank, const std::string &secret, double connect_timeout_s,
-              double op_timeout_s);
+              double op_timeout_s, const StoreTlsConfig &tls = {}, Role role = Role::kRank);
   ~StoreClient();
   void set(const std::string &key, const std::string &value);
   std::string get(const std::string &key);  // waits up to op_timeout for the key
   int64_t add(const std::string &key, int64_t delta);
   bool check(const std::string &key);
   void del(const std::string &key);
-  // Leave the job cleanly; with wait_for_close, return once the server has shut down.
+  // Leave the job cleanly; with wait_for_close, return once the server has shut down (skipped
+  // once the job is known to have failed).
   void finalize(bool wait_for_close = false);
+  // Watcher role: blocks until the job fails or `stop_fd` becomes readable. Returns false on
+  // stop; true with the lost rank (-1 if unknown) and the server's message on failure. A closed
+  // store connection is a failure naming rank 0 (the store's host).
+  bool wait_for_failure(int stop_fd, int *lost_rank, std::string *message);
+  // True once the store has reported the job failed (a lost rank) to this client.
+  bool job_failed() const { return job_failed_; }
 
  private:
   std::string request(StoreOp op, const std::string &key, const std::string &value);
-  int fd_ = -1;
+  Frame read_frame(double timeout_s, const std::string &what);
+  Channel ch_;
+  FrameDecoder dec_;
   int rank_;
   double op_timeout_s_;
+  bool job_failed_ = false;
 };
 
 }  // namespace tdist

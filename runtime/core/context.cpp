@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/watchdog.hpp"
 
 extern "C" {
 tdist_device_state_t *tdisti_cpu_device_state = nullptr;
@@ -246,6 +247,7 @@ void do_init(const tdist_init_attr_t &attr) {
   publish(*c);
   if (c->cpu_backend) tdisti_cpu_device_state = &c->state;
   c->cp->barrier();  // everyone mapped everything before anyone writes to a peer
+  start_watchdog(*c->cp, &c->state);  // from here a lost peer aborts every wait of this PE
   g_ctx = std::move(c);
 }
 
@@ -373,6 +375,7 @@ int tdist_finalize(void) {
     } catch (const std::exception &e) {
       err = e.what();
     }
+    stop_watchdog();  // before the state it writes and the store it watches go away
     tdisti_cpu_device_state = nullptr;
     c->transport->unmap();
     try {
@@ -466,14 +469,8 @@ int tdist_host_barrier_all(void) {
     tdisti_cpu_quiet_all();
     if (c.cpu_backend) {
       tdisti_cpu_pull_barrier(TDIST_SYNC_HOST_BARRIER_OFF);
-      auto &s = c.state;
-      if (s.fault_code) {
-        int code = s.fault_code;
-        s.fault_code = 0;
-        TDIST_THROW(code, "host barrier: waited on PE %d (heap offset %llu) for epoch %llu, saw %llu",
-                    s.fault_pe, (unsigned long long)s.fault_offset,
-                    (unsigned long long)s.fault_expected, (unsigned long long)s.fault_seen);
-      }
+      std::string what;
+      if (int code = take_device_fault(c.state, &what)) TDIST_THROW(code, "host barrier: %s", what.c_str());
     } else {
       c.cp->barrier();
     }
