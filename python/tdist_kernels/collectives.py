@@ -37,7 +37,7 @@ ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring")
 # forward (dispatch) all-to-all
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world'])
 def dispatch_a2a_kernel(
     x_ptr, out_ptr, recv_ptr, bar_ptr,
     rank, world, S, H, D,
@@ -79,7 +79,7 @@ def dispatch_a2a_kernel(
 # all-reduce
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world'])
 def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
@@ -99,7 +99,7 @@ def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
     grid_barrier(bar_ptr, 2, rank, world)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world'])
 def allreduce_two_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
@@ -133,7 +133,7 @@ def allreduce_two_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
     grid_barrier(bar_ptr, 3, rank, world)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world'])
 def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, N, BLOCK: tl.constexpr):
     """recv: symmetric ``[2 * (W - 1), seg]`` (one slot per step of each phase);
     sig: ``[2 * (W - 1), tiles_per_seg]`` slots, set to 1 once per launch (host zeroes them)."""

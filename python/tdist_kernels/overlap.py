@@ -34,7 +34,7 @@ import triton_dist.language as dl
 from ._common import SIG, WAIT_NS, bulk_putmem, cdiv, fence_sys
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world', 'n_comm'])
 def ag_gemm_kernel(
     a_ptr, b_ptr, c_ptr, gather_ptr, sig_ptr,
     rank, world, M, N, K, n_comm,
@@ -110,7 +110,7 @@ def ag_gemm_signal_slots(world, M, chunk_m):
     return world * cdiv(M, chunk_m)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world', 'n_comm'])
 def gemm_rs_kernel(
     a_ptr, b_ptr, c_ptr, recv_ptr, sig_ptr,
     rank, world, M, N, K, n_comm,

@@ -52,7 +52,7 @@ VARIANTS = ("mte", "bulk", "wait_notify")
 # (1) MTE producer/consumer pipeline
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world', 'buffer_num'])
 def reverse_a2a_mte_kernel(
     a_ptr, c_ptr, peer_ptr, sig_ptr,
     rank, world, buffer_num,
@@ -138,7 +138,7 @@ def mte_signal_slots(world, S, H, D, block_d, buffer_num):
 # (2) two-phase bulk (one bulk putmem per peer and piece, tiled self copy, barrier per S block)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world', 'buffer_num', 'split'])
 def reverse_a2a_bulk_kernel(
     a_ptr, c_ptr, peer_ptr, bar_ptr,
     rank, world, buffer_num, split,
@@ -222,7 +222,7 @@ def bulk_signal_slots(world):
 # (3) wait/notify: two signal regions, no global barrier
 
 
-@triton.jit
+@triton.jit(do_not_specialize=['rank', 'world', 'buffer_num', 'n_send'])
 def reverse_a2a_wait_notify_kernel(
     a_ptr, c_ptr, peer_ptr, sig_ptr,
     rank, world, buffer_num, n_send,

@@ -1,0 +1,42 @@
+#!/bin/bash
+# One batched GPU-machine call: install, the tdist_kernels GPU worker at 2/4/8 ranks, the benchmark.
+# The GPU machine has no clang: carry .carry/libtdist_device.bc (and, to skip the C++ build there,
+# a cp312 wheel built here: pip wheel --no-build-isolation --no-deps -w .carry .).
+#   usage: OUT=... tests/gpu_kernels/device_run.sh      (NS="2 4 8", BN="2" to choose rank counts)
+set -u
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export TDIST_DEVICE_BITCODE=$PWD/.carry/libtdist_device.bc
+OUT=${OUT:-/tmp/tk-out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+el() { echo "$(( $(date +%s) - T0 )) s"; }
+nvidia-smi -L
+if ls .carry/tdist-*cp312*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/tdist-*cp312*.whl \
+    && export PYTHONPATH=/tmp/site
+fi
+if ! python3 -c "import sys; sys.path.insert(0, 'python'); import tdist; assert tdist.cuda_available()"; then
+  unset PYTHONPATH
+  python3 -m pip install --no-build-isolation --no-deps -q -C cmake.define.TDIST_BUILD_TESTS=OFF . \
+    > "$OUT/pip.log" 2>&1 || { tail -30 "$OUT/pip.log"; exit 1; }
+fi
+echo "== installed ($(el))"
+RUN="python3 tools/tdist-run"
+worker() {
+  timeout 200 $RUN -n "$1" --timeout 190 -- python3 tests/gpu_kernels/gpu_worker.py > "$OUT/worker-$1.log" 2>&1
+  echo "== worker -n $1 rc=$? ($(el)): $(grep -c '\] PASS' "$OUT/worker-$1.log") PASS lines"
+  grep -E "FAIL|Error|error|failure\(s\)|tdist-run:|timed out" "$OUT/worker-$1.log" | head -30
+}
+bench() {
+  timeout 150 $RUN -n "$1" --timeout 140 -- python3 benchmarks/gpu_kernels/bench.py --json "$OUT/bench-$1.json" \
+    > "$OUT/bench-$1.log" 2>&1
+  echo "== bench -n $1 rc=$? ($(el))"
+  grep -E "SUMMARY|Error|error|tdist-run:" "$OUT/bench-$1.log" | head -30
+}
+NS=${NS:-2 4 8}
+BN=${BN:-2}
+first=${NS%% *}
+worker "$first"
+for n in $BN; do bench "$n"; done
+for n in ${NS#"$first"}; do worker "$n"; done
+echo "== done ($(el))"

@@ -1,0 +1,180 @@
+"""One rank of the tdist_kernels GPU checks; run under tools/tdist-run -n W (test_gpu.py does).
+
+Every kernel against a torch reference, aligned and unaligned shapes, fp16/bf16/fp32. Fresh random
+inputs each run: rank 0 draws a seed and broadcasts it; every rank regenerates any peer's input from
+(seed, peer, tag), so each rank checks exactly what it should have received. Outputs are poisoned
+(NaN) before each call; data movement is compared exactly (torch.equal), arithmetic with a stated
+relative-norm tolerance. Prints PASS/FAIL per check; exits 1 if any failed (tdist-run then fails
+the job)."""
+import os
+import sys
+import traceback
+import zlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+
+import torch  # noqa: E402
+
+import shmem as ash  # noqa: E402
+import tdist  # noqa: E402
+from tdist_kernels import ops  # noqa: E402
+from tdist_kernels import KernelArgError  # noqa: E402
+
+failures = []
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+# relative-norm tolerances where arithmetic happens (fp32 GEMMs use tf32 tensor cores)
+GEMM_TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2, torch.float32: 5e-3}
+AR_TOL = {torch.float16: 2e-3, torch.bfloat16: 1.5e-2, torch.float32: 1e-6}
+
+
+def check(name, cond, detail=""):
+    print(f"{'PASS' if cond else 'FAIL'} {name} {detail}", flush=True)
+    if not cond:
+        failures.append(name)
+
+
+def gen(seed, pe, tag, shape, dtype):
+    g = torch.Generator(device="cpu").manual_seed((seed * 1000003 + pe * 7919 + zlib.crc32(tag.encode())) % 2**62)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+def rel_err(x, ref):
+    x = x.double().cpu()
+    ref = ref.double().cpu()
+    if torch.isnan(x).any():
+        return float("inf")
+    return float((x - ref).norm() / max(ref.norm(), 1e-30))
+
+
+def poisoned(shape, dtype):
+    return torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+
+
+def same_on_all_ranks(t):
+    """Collective: every rank must call it in the same order."""
+    h = zlib.crc32(t.contiguous().view(torch.uint8).cpu().numpy().tobytes()).to_bytes(4, "little")
+    got = bytes(tdist.ctrl_allgather(h))
+    return len({got[i:i + 4] for i in range(0, len(got), 4)}) == 1
+
+
+def scenario_a2a(seed, me, W):
+    for (S, H, D) in ((64, 4, 256), (37, 3, 100)):
+        for dt in DTYPES:
+            tag = f"a2a-{S}-{H}-{D}-{dt}"
+            a = gen(seed, me, tag, (S * W, H, D), dt).cuda()
+            ref = torch.cat([gen(seed, r, tag, (S * W, H, D), dt)[me * S:(me + 1) * S] for r in range(W)], dim=1)
+            for variant in ("mte", "bulk", "wait_notify"):
+                ok = True
+                for it in range(2):  # the second call checks the signal-reset protocol
+                    out = poisoned((S, H * W, D), dt)
+                    ops.reverse_all_to_all(a, variant=variant, out=out)
+                    torch.cuda.synchronize()
+                    ok &= torch.equal(out.cpu(), ref)
+                check(f"reverse_a2a {variant} S={S} H={H} D={D} {dt}", ok)
+            # strided input (a view) through the MTE variant
+            if dt == torch.float32 and S == 37:
+                big = gen(seed, me, tag + "s", (S * W, H, D + 3), dt).cuda()
+                view = big[:, :, 1:D + 1]
+                refv = torch.cat([gen(seed, r, tag + "s", (S * W, H, D + 3), dt)[me * S:(me + 1) * S, :, 1:D + 1]
+                                  for r in range(W)], dim=1)
+                out = ops.reverse_all_to_all(view, variant="mte")
+                torch.cuda.synchronize()
+                check("reverse_a2a mte strided input", torch.equal(out.cpu(), refv))
+            # dispatch: exact, and the round trip reverse(dispatch(x)) == x
+            x = gen(seed, me, tag + "d", (S, H * W, D), dt).cuda()
+            out = poisoned((S * W, H, D), dt)
+            ops.dispatch_all_to_all(x, out=out)
+            torch.cuda.synchronize()
+            refd = torch.cat([gen(seed, r, tag + "d", (S, H * W, D), dt)[:, me * H:(me + 1) * H] for r in range(W)],
+                             dim=0)
+            back = ops.reverse_all_to_all(out, variant="wait_notify")
+            torch.cuda.synchronize()
+            check(f"dispatch_a2a S={S} H={H} D={D} {dt}", torch.equal(out.cpu(), refd))
+            check(f"reverse(dispatch(x)) == x S={S} {dt}", torch.equal(back.cpu(), x.cpu()))
+
+
+def scenario_allreduce(seed, me, W):
+    for N in (1 << 16, 12345, 7):
+        for dt in DTYPES:
+            tag = f"ar-{N}-{dt}"
+            x = gen(seed, me, tag, (N,), dt).cuda()
+            ref = sum(gen(seed, r, tag, (N,), dt).double() for r in range(W))
+            for variant in ("one_shot", "two_shot", "ring"):
+                out = poisoned((N,), dt)
+                ops.all_reduce(x, variant=variant, out=out)
+                torch.cuda.synchronize()
+                e = rel_err(out, ref)
+                same = same_on_all_ranks(out)
+                check(f"all_reduce {variant} N={N} {dt}", e <= AR_TOL[dt] and same,
+                      f"rel_err={e:.2e} tol={AR_TOL[dt]:.0e} bitwise-equal-across-ranks={same}")
+
+
+def scenario_gemm(seed, me, W):
+    for (M, K, N) in ((256, 256, 384), (100, 72, 130)):
+        for dt in DTYPES:
+            tag = f"ag-{M}-{K}-{N}-{dt}"
+            a = gen(seed, me, tag, (M, K), dt).cuda()
+            b = gen(seed, 99, tag + "b", (K, N), dt).cuda()
+            ag = torch.cat([gen(seed, r, tag, (M, K), dt) for r in range(W)])
+            ref = ag.double() @ b.cpu().double()
+            out = poisoned((W * M, N), dt)
+            ops.ag_gemm(a, b, out=out)
+            torch.cuda.synchronize()
+            e = rel_err(out, ref)
+            check(f"ag_gemm M={M} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+            # GEMM + RS: M rows in total, each rank gets M / W
+            Mr = M * W if M % W else M
+            tag = f"rs-{Mr}-{K}-{N}-{dt}"
+            a = gen(seed, me, tag, (Mr, K), dt).cuda()
+            b = gen(seed, me, tag + "b", (K, N), dt).cuda()
+            full = sum(gen(seed, r, tag, (Mr, K), dt).double() @ gen(seed, r, tag + "b", (K, N), dt).double()
+                       for r in range(W))
+            ml = Mr // W
+            out = poisoned((ml, N), dt)
+            ops.gemm_rs(a, b, out=out)
+            torch.cuda.synchronize()
+            e = rel_err(out, full[me * ml:(me + 1) * ml])
+            check(f"gemm_rs M={Mr} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+
+
+def scenario_errors(me, W):
+    try:
+        ops.reverse_all_to_all(torch.zeros(W * 2 + 1, 2, 2, device="cuda"))
+        check("reverse_a2a rejects S_total not a multiple of W", W == 1)
+    except KernelArgError as e:
+        check("reverse_a2a rejects S_total not a multiple of W", "multiple of world_size" in str(e))
+    try:
+        ops.all_reduce(torch.zeros(4, dtype=torch.int32, device="cuda"))
+        check("all_reduce rejects int32", False)
+    except KernelArgError as e:
+        check("all_reduce rejects int32", "supported: float16, bfloat16, float32" in str(e))
+
+
+def main():
+    me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
+    ash.init_from_env(local_mem_size=256 << 20, backend=tdist.BACKEND_CUDA)
+    seed = int.from_bytes(tdist.ctrl_broadcast(os.urandom(4), 0), "little")
+    print(f"rank {me}/{W}: seed {seed}, SM budget {ops.sm_budget()}", flush=True)
+    only = os.environ.get("TDIST_KERNELS_ONLY", "")
+    for name, fn in (("a2a", lambda: scenario_a2a(seed, me, W)),
+                     ("allreduce", lambda: scenario_allreduce(seed, me, W)),
+                     ("gemm", lambda: scenario_gemm(seed, me, W)),
+                     ("errors", lambda: scenario_errors(me, W))):
+        if only and name not in only.split(","):
+            continue
+        try:
+            fn()
+        except Exception:
+            traceback.print_exc()
+            check(f"scenario {name} raised", False)
+            break  # a failed collective leaves the ranks out of step: stop rather than hang
+    ops.release()
+    ash.aclshmem_finalize()
+    print(f"rank {me}: {len(failures)} failure(s): {failures}", flush=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
