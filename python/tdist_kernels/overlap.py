@@ -66,7 +66,6 @@ def ag_gemm_kernel(
         total_m = world * M
         tiles_m = tl.cdiv(total_m, BLOCK_M)
         tiles_n = tl.cdiv(N, BLOCK_N)
-        tiles_per_rank = tl.cdiv(M, BLOCK_M)
         for tile in range(gpid, tiles_m * tiles_n, ngemm):
             # n-groups of GROUP_N columns; inside a group m runs fastest (b stays in L2)
             group = tile // (GROUP_N * tiles_m)
@@ -75,7 +74,7 @@ def ag_gemm_kernel(
             in_group = tile % (GROUP_N * tiles_m)
             tm = in_group // gsize
             tn = first_n + in_group % gsize
-            tm = (tm + rank * tiles_per_rank) % tiles_m  # swizzle: own rows first
+            tm = (tm + (rank * M) // BLOCK_M) % tiles_m  # swizzle: start at the tile holding the own first row
             row0 = tm * BLOCK_M
             rm = row0 + tl.arange(0, BLOCK_M)
             rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)

@@ -23,12 +23,12 @@ fi
 echo "== installed ($(el))"
 RUN="python3 tools/tdist-run"
 worker() {
-  timeout 200 $RUN -n "$1" --timeout 190 -- python3 tests/gpu_kernels/gpu_worker.py > "$OUT/worker-$1.log" 2>&1
+  timeout 100 $RUN -n "$1" --timeout 95 -- python3 tests/gpu_kernels/gpu_worker.py > "$OUT/worker-$1.log" 2>&1
   echo "== worker -n $1 rc=$? ($(el)): $(grep -c '\] PASS' "$OUT/worker-$1.log") PASS lines"
   grep -E "FAIL|Error|error|failure\(s\)|tdist-run:|timed out" "$OUT/worker-$1.log" | head -30
 }
 bench() {
-  timeout 150 $RUN -n "$1" --timeout 140 -- python3 benchmarks/gpu_kernels/bench.py --json "$OUT/bench-$1.json" \
+  timeout 70 $RUN -n "$1" --timeout 65 -- python3 benchmarks/gpu_kernels/bench.py --json "$OUT/bench-$1.json" \
     > "$OUT/bench-$1.log" 2>&1
   echo "== bench -n $1 rc=$? ($(el))"
   grep -E "SUMMARY|Error|error|tdist-run:" "$OUT/bench-$1.log" | head -30
