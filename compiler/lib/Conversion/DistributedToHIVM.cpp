@@ -15,7 +15,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "ApplyOnce.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace mlir::tdist {
@@ -188,7 +188,7 @@ Value sizeSourceFor(Operation *op, RankedTensorType type) {
   return {};
 }
 
-/// Errors the rewrite could not report (the greedy driver would silently skip the op).
+/// Errors found before rewriting, so that no op is left half-converted.
 LogicalResult checkLowerable(Operation *op) {
   if (failed(symbolFor(op)))
     return failure();
@@ -316,14 +316,9 @@ struct ConvertDistributedToHIVMPass
                  DistToCustom<GetNumRanksOp>, DistToCustom<SymmAtOp>, DistToCustom<NotifyOp>,
                  DistToCustom<ExternCallOp>>(ctx, existDot);
 
-    // 3. Greedy, restricted to the distributed ops and without folding, so every other op of the
-    // module reaches the single-device stages exactly as it was.
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-    config.enableFolding(false);
-    config.enableConstantCSE(false);
-    if (failed(applyOpPatternsGreedily(distOps, std::move(patterns), config)))
-      return signalPassFailure();
+    // 3. Each pattern once per distributed op (see ApplyOnce.h for why not the greedy driver);
+    // every other op of the module reaches the single-device stages exactly as it was.
+    (void)mlir::tdist::applyPatternsOnce(ctx, distOps, std::move(patterns));
 
     WalkResult left = module.walk([](Operation *op) {
       if (!isDistributedOp(op))

@@ -14,7 +14,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "ApplyOnce.h"
 
 namespace mlir::tdist {
 #define GEN_PASS_DEF_CONVERTDISTRIBUTEDTOLLVM
@@ -503,12 +503,7 @@ struct ConvertDistributedToLLVMPass
     else
       patterns.add<GpuWaitLowering, GpuNotifyLowering, GpuConsumeTokenLowering>(ctx, opts);
 
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-    config.enableFolding(false);
-    config.enableConstantCSE(false);
-    if (failed(applyOpPatternsGreedily(distOps, std::move(patterns), config)))
-      return signalPassFailure();
+    (void)mlir::tdist::applyPatternsOnce(ctx, distOps, std::move(patterns));
 
     WalkResult left = module.walk([](Operation *op) {
       if (!isDistributedOp(op))

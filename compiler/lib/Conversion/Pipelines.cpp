@@ -5,7 +5,23 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 
+namespace mlir::tdist {
+#define GEN_PASS_DEF_MARKGPUKERNELS
+#include "tdist/Conversion/Passes.h.inc"
+} // namespace mlir::tdist
+
 using namespace mlir;
+
+namespace {
+struct MarkGPUKernelsPass : mlir::tdist::impl::MarkGPUKernelsBase<MarkGPUKernelsPass> {
+  void runOnOperation() override {
+    getOperation().walk([](LLVM::LLVMFuncOp fn) {
+      if (fn->removeAttr("tdist.kernel"))
+        fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(fn.getContext()));
+    });
+  }
+};
+} // namespace
 
 LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef target) {
   // The one insertion point: the distributed conversion runs first, on the whole module, before
@@ -28,6 +44,8 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  if (target == "gpu")
+    pm.addPass(createMarkGPUKernels());
   return success();
 }
 

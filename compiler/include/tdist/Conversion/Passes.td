@@ -26,9 +26,10 @@ def ConvertDistributedToHIVM : Pass<"convert-distributed-to-hivm", "ModuleOp"> {
        effects; `gm_addr_args_indices` = indices of pointer operands that are entry-block
        arguments of the enclosing function.
     4. Results (3.5): each ranked-tensor result gets a `tensor.empty` init (DPS `outs`); the
-       source op is erased when it has no results and replaced otherwise. Rewrites run through
-       the greedy driver restricted to the distributed ops (no folding), so other IR is
-       untouched.
+       source op is erased when it has no results and replaced otherwise. One pattern per op
+       (the seed's conversion template), applied once to each distributed op rather than by
+       the greedy driver, which would erase a wait whose token is unused (a wait only reads,
+       table 2.4, so it counts as trivially dead); no folding, so other IR is untouched.
 
     Type names `<T>`: f16 half, bf16 bfloat16, f32 float, f64 double, i1 bool, iN intN,
     uiN uintN; a pointer to T is `T_ptr`; a rank-r memref of T is `T_ptr_<r>d`
@@ -78,6 +79,16 @@ def HIVMCustomToCall : Pass<"hivm-custom-to-call", "ModuleOp"> {
     against the template library; it exists here to test the mangling rule.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def MarkGPUKernels : Pass<"tdist-mark-gpu-kernels", "ModuleOp"> {
+  let summary = "Turn `tdist.kernel` on llvm.func into `nvvm.kernel`";
+  let description = [{
+    `nvvm.kernel` may only sit on an `llvm.func`, but kernels are written as `func.func`
+    before lowering. Kernel authors mark them `tdist.kernel`; the gpu pipeline runs this pass
+    after func-to-llvm so that the NVPTX back end emits them as `.entry`.
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }
 
 #endif // TDIST_CONVERSION_PASSES

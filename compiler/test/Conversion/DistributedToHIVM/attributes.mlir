@@ -112,3 +112,15 @@ func.func @others_untouched() -> i32 {
   %r = distributed.get_rank %s
   return %r : i32
 }
+
+// -----
+
+// A wait whose token is unused (dl.wait as a barrier) is kept, as are other unused results.
+// CHECK-LABEL: func.func @unused_wait
+// CHECK: hivm.hir.custom {{.*}}symbol = "aclshmem_wait_int32"}
+// CHECK: hivm.hir.custom {{.*}}symbol = "aclshmem_ptr_float"}
+func.func @unused_wait(%s: memref<?xi32>, %m: memref<?xf32>, %n: i32, %v: i32) {
+  %t = distributed.wait %s, %n, %v scope = sys semantic = acquire : memref<?xi32>, i32, i32
+  %p = distributed.symm_at %m, %n : memref<?xf32>
+  return
+}
