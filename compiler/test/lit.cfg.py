@@ -6,13 +6,16 @@ import lit.formats
 config.name = "tdist-compiler"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
-config.excludes = ["e2e", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.excludes = ["e2e", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "check_symbols.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tdist_obj_root, "test")
 
 config.substitutions.append(("tdist-opt", os.path.join(config.tdist_tools_dir, "tdist-opt")))
 config.substitutions.append(("FileCheck", config.filecheck))
-config.substitutions.append(("not ", "not "))
+import sys
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("%ascend_symbols", os.path.join(config.tdist_src_root, "..", "device", "Ascend", "symbols.def")))
+config.substitutions.append(("%check_symbols", os.path.join(config.tdist_src_root, "test", "check_symbols.py")))
 if config.mlir_translate:
     config.substitutions.append(("mlir-translate", config.mlir_translate))
     config.available_features.add("mlir-translate")

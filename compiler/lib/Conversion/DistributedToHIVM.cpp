@@ -85,8 +85,13 @@ FailureOr<std::string> symbolFor(Operation *op) {
     if (!pointee)
       return fail("an opaque !llvm.ptr needs an 'elem_type' attribute to pick aclshmem_ptr_<T>");
     std::string name = scalarName(pointee);
-    if (name.empty())
-      return fail("no aclshmem_ptr variant for element type");
+    static const llvm::StringLiteral kPtrTypes[] = {
+#define TDIST_ASCEND_PTR_TYPE(tname) #tname,
+#include "symbols.def"
+    };
+    if (!llvm::is_contained(kPtrTypes, name))
+      return fail("no aclshmem_ptr variant for element type (device/Ascend/symbols.def lists "
+                  "the 12 the template library has)");
     return "aclshmem_ptr_" + name;
   }
   if (isa<GetRankOp>(op))

@@ -10,7 +10,7 @@ func.func @symm_at_opaque(%p: !llvm.ptr<1>, %pe: i32) -> !llvm.ptr<1> {
 // -----
 
 func.func @symm_at_no_variant(%m: memref<?xcomplex<f32>>, %pe: i32) -> memref<?xcomplex<f32>> {
-  // expected-error @+1 {{'distributed.symm_at' op cannot be lowered to HIVM: no aclshmem_ptr variant for element type}}
+  // expected-error @+1 {{'distributed.symm_at' op cannot be lowered to HIVM: no aclshmem_ptr variant for element type (device/Ascend/symbols.def lists the 12 the template library has)}}
   %r = distributed.symm_at %m, %pe : memref<?xcomplex<f32>>
   return %r : memref<?xcomplex<f32>>
 }
@@ -37,4 +37,12 @@ func.func @dynamic_result(%tok: i32) -> tensor<?xf32> {
   // expected-error @+1 {{'distributed.extern_call' op cannot be lowered to HIVM: result #0 is a dynamically shaped tensor and no operand of type 'tensor<?xf32>' gives the sizes of its DPS init}}
   %r = distributed.extern_call "make"(%tok) {libname = "", libpath = "", pure = true} : (i32) -> tensor<?xf32>
   return %r : tensor<?xf32>
+}
+
+// -----
+
+func.func @symm_at_bool(%m: memref<?xi1>, %pe: i32) -> memref<?xi1> {
+  // expected-error @+1 {{no aclshmem_ptr variant for element type}}
+  %r = distributed.symm_at %m, %pe : memref<?xi1>
+  return %r : memref<?xi1>
 }

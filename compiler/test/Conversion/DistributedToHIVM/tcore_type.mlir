@@ -107,3 +107,7 @@ func.func @not_a_dot(%x: f32, %y: f32) -> (i32, f32) {
   %m = arith.mulf %x, %y : f32
   return %r, %m : i32, f32
 }
+
+// RUN: tdist-opt %s --split-input-file --convert-distributed-to-hivm \
+// RUN:   | %python %check_symbols %ascend_symbols | FileCheck %s --check-prefix=TABLE
+// TABLE: check_symbols: {{[0-9]+}} symbols, all in symbols.def
