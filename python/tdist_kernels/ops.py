@@ -22,8 +22,6 @@ Grids are sized from the SMs this rank may use (the device's count, capped by
 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE under MPS), because programs of one launch wait for each other
 and must all be resident.
 """
-import os
-
 from . import collectives as col
 from . import overlap as ov
 from . import reverse_a2a as ra
@@ -50,13 +48,13 @@ def _rt():
 
 
 def sm_budget():
-    """SMs this rank may keep busy: the device's count, capped by the MPS thread percentage."""
+    """SMs this rank may keep busy: the device's multiprocessor count as this process sees it.
+
+    Under MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE the client already sees the provisioned count
+    (H200, 2026-11-29: 66 of 132 at 50 %), so the percentage must not be applied a second time (an
+    earlier version did, and gave 8 ranks one SM each)."""
     import torch
-    n = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    pct = os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
-    if pct:
-        n = min(n, max(1, int(n * float(pct) / 100.0)))
-    return n
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 
 
 def _buffers(key, make):
@@ -81,10 +79,6 @@ def _protocol(ash, sig, launch):
     ash.barrier_all_on_stream()
 
 
-def _tl_dtype(torch, dt):
-    return dt
-
-
 # ---------------------------------------------------------------------------------------------
 
 
@@ -96,8 +90,11 @@ def _pow2(n):
 
 
 def a2a_tiles(D, elem):
-    block_d = min(_pow2(D), 4096 // elem)  # <= 4 KB per row of a tile
-    block_s = max(1, min(32, 16384 // (block_d * elem)))  # ~16 KB tiles
+    """~16 KB tiles, tall in S: the pipelines synchronise once per S block, so fewer, taller blocks
+    cost fewer rounds (the first GPU run used 8 x 1024 tiles: 256 rounds for S = 2048, and the
+    per-round signalling dominated)."""
+    block_d = min(_pow2(D), 128)
+    block_s = max(1, min(128, 16384 // (block_d * elem)))
     return block_s, block_d
 
 
@@ -124,7 +121,7 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
     bs0, bd0 = a2a_tiles(D, a.element_size())
     bs, bd = block_s or bs0, block_d or bd0
     nsm = sm_budget()
-    grid = 2 * nsm
+    grid = max(4, 2 * nsm)  # even (producer/consumer pairs); >= 2 producers so the bulk variants have a self copier
     elem = a.element_size()
     key = (what, variant, S, H, D, dt, W, bs, bd, buffer_num)
     if variant == "mte":
@@ -139,6 +136,7 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
             ash.aclshmem_create_tensor([ra.bulk_buffer_elems(W, S, H, D)], a.dtype),
             ash.aclshmem_create_tensor([ra.bulk_signal_slots(W) * SIG_ELEMS], torch.int64)))
         nrole = grid // 2
+        # about 3/4 of the producers send; at least one producer is left for the self copy when it can be
         split = max(1, (nrole * 3 // 4) // max(W - 1, 1)) if W > 1 else 1
         launch = lambda: ra.reverse_a2a_bulk_kernel[(grid,)](  # noqa: E731
             a, out, peer, sig, me, W, buffer_num, split, S, H, D, *out.stride(),
@@ -149,7 +147,7 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
             ash.aclshmem_create_tensor([ra.wait_notify_signal_slots(W, S, H, D, bs, bd, buffer_num) * SIG_ELEMS],
                                        torch.int64)))
         nrole = grid // 2
-        n_send = max(1, nrole * 3 // 4) if W > 1 else 0
+        n_send = min(max(1, nrole * 3 // 4), nrole - 1) if W > 1 else 0  # >= 1 self-loop producer
         launch = lambda: ra.reverse_a2a_wait_notify_kernel[(grid,)](  # noqa: E731
             a, out, peer, sig, me, W, buffer_num, n_send, S, H, D, *out.stride(),
             BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=elem, VEC_BLOCK=2048, num_warps=4)
@@ -173,7 +171,7 @@ def dispatch_all_to_all(x, out=None):
     recv, sig = _buffers((what, S, H, D, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * S * H * D], x.dtype),
         ash.aclshmem_create_tensor([bar_slots(W) * SIG_ELEMS], torch.int64)))
-    grid = 2 * sm_budget()
+    grid = max(2, 2 * sm_budget())
     _protocol(ash, sig, lambda: col.dispatch_a2a_kernel[(grid,)](
         x, out, recv, sig, me, W, S, H, D, *x.stride(), BLOCK_S=bs, BLOCK_D=bd, num_warps=4))
     return out
@@ -242,10 +240,9 @@ def ag_gemm(a, b, out=None, n_comm=None):
         ash.aclshmem_create_tensor([W * M * K], a.dtype),
         ash.aclshmem_create_tensor([ov.ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], torch.int64)))
     nsm = sm_budget()
-    nc = n_comm or max(2, nsm // 8)
-    if nc >= nsm:
-        raise KernelArgError(f"{what}: n_comm={nc} leaves no GEMM program (this rank may use {nsm} SMs)")
-    _protocol(ash, sig, lambda: ov.ag_gemm_kernel[(nsm,)](
+    nc = n_comm or max(1, nsm // 8)
+    grid = max(nsm, nc + 1)  # with very few SMs, two programs share one (both fit)
+    _protocol(ash, sig, lambda: ov.ag_gemm_kernel[(grid,)](
         a, b, out, gather, sig, me, W, M, N, K, nc, *b.stride(), *out.stride(),
         CHUNK_M=chunk, VEC_BLOCK=1024, ELEM_BYTES=a.element_size(), **_gemm_cfg(dt)))
     return out
@@ -274,10 +271,9 @@ def gemm_rs(a, b, out=None, n_comm=None):
         ash.aclshmem_create_tensor([ov.gemm_rs_signal_slots(W, M, N, cfg["BLOCK_M"], cfg["BLOCK_N"]) * SIG_ELEMS],
                                    torch.int64)))
     nsm = sm_budget()
-    nc = n_comm or max(2, nsm // 8)
-    if nc >= nsm:
-        raise KernelArgError(f"{what}: n_comm={nc} leaves no GEMM program (this rank may use {nsm} SMs)")
-    _protocol(ash, sig, lambda: ov.gemm_rs_kernel[(nsm,)](
+    nc = n_comm or max(1, nsm // 8)
+    grid = max(nsm, nc + 1)
+    _protocol(ash, sig, lambda: ov.gemm_rs_kernel[(grid,)](
         a, b, out, recv, sig, me, W, M, N, K, nc, *a.stride(), *b.stride(), *out.stride(),
         RED_BLOCK_N=32, **cfg))
     return out

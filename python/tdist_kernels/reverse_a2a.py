@@ -178,8 +178,13 @@ def reverse_a2a_bulk_kernel(
         offs_s = bs * BLOCK_S + rows
         # ---- phase 2: self segment through the double buffer in the own slot (role B)
         if role == 0:
-            if lc >= n_send:
-                for t in range(lc - n_send, nbd * H, nrole - n_send):
+            # normally the producers after the senders copy; if every producer sends (very few
+            # programs), all of them also copy, so the self segment is never left out
+            s0 = n_send
+            if n_send >= nrole:
+                s0 = 0
+            if lc >= s0:
+                for t in range(lc - s0, nbd * H, nrole - s0):
                     h = t % H
                     bd = t // H
                     offs_d = bd * BLOCK_D + cols
