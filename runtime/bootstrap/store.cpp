@@ -490,6 +490,7 @@ StoreClient::StoreClient(const StoreAddress &addr, int rank, const std::string &
     ch_.connect_tls(tctx, addr.host, std::max(left, 5.0));
   }
   request(role == Role::kWatcher ? StoreOp::kWatch : StoreOp::kHello, std::to_string(rank), secret);
+  joined_ = true;
 }
 
 StoreClient::~StoreClient() = default;
@@ -522,17 +523,17 @@ Frame StoreClient::read_frame(double timeout_s, const std::string &what) {
     }
     char buf[65536];
     ssize_t k = ch_.read_some(buf, sizeof buf);
-    if (k == 0) {
-      job_failed_ = true;
+    if (k == 0 || k == -2) {
+      std::string e = k == 0 ? "connection closed" : ch_.last_error();
       ch_.close();
-      TDIST_THROW(TDIST_ERR_BOOTSTRAP,
-                  "rank %d: the store (rank 0) closed the connection: rank 0 lost", rank_);
-    }
-    if (k == -2) {
+      // Before the store accepted us, a closed connection is a refusal (TLS certificate, a
+      // stranger's port), not a lost rank 0.
+      TDIST_CHECK(joined_, TDIST_ERR_BOOTSTRAP,
+                  "rank %d: the store refused the connection before HELLO completed (%s)", rank_,
+                  e.c_str());
       job_failed_ = true;
-      std::string e = ch_.last_error();
-      ch_.close();
-      TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: store connection failed: %s", rank_, e.c_str());
+      TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: the store (rank 0) went away (%s): rank 0 lost",
+                  rank_, e.c_str());
     }
     if (k > 0) dec_.append(buf, size_t(k));
   }
@@ -622,7 +623,7 @@ bool StoreClient::wait_for_failure(int stop_fd, int *lost_rank, std::string *mes
     ssize_t k = ch_.read_some(buf, sizeof buf);
     if (k == 0 || k == -2) {
       *lost_rank = 0;
-      *message = k == 0 ? "rank 0 lost: the store it hosts closed the connection"
+      *message = k == 0 ? "rank 0 lost: the store it hosted closed the connection"
                         : "rank 0 lost: the store connection failed (" + ch_.last_error() + ")";
       job_failed_ = true;
       return true;

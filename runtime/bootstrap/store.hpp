@@ -82,6 +82,7 @@ class StoreClient {
   int rank_;
   double op_timeout_s_;
   bool job_failed_ = false;
+  bool joined_ = false;  // HELLO / WATCH accepted
 };
 
 }  // namespace tdist

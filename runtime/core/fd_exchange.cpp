@@ -1,5 +1,6 @@
 // Passing heap file descriptors between the PEs of one host (SCM_RIGHTS over abstract Unix
 // sockets). Only processes of the same uid are served (SO_PEERCRED).
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -66,19 +67,33 @@ int recv_fd(int sock, int32_t *pe) {
 std::vector<int> exchange_fds_with_local_peers(ControlPlane &cp, int my_fd, const char *tag) {
   const auto &locals = cp.local_ranks();
   std::vector<int> out(cp.size(), -1);
-  out[cp.rank()] = ::dup(my_fd);
+  int lsock = -1;
+  // Any throw from here (a lost peer fails the barriers) must not leak the descriptors.
+  struct Cleanup {
+    std::vector<int> *fds;
+    int *sock;
+    bool armed = true;
+    ~Cleanup() {
+      if (!armed) return;
+      for (int &fd : *fds)
+        if (fd >= 0) ::close(fd), fd = -1;
+      if (*sock >= 0) ::close(*sock);
+    }
+  } cleanup{&out, &lsock};
+  out[cp.rank()] = ::fcntl(my_fd, F_DUPFD_CLOEXEC, 0);
+  TDIST_CHECK(out[cp.rank()] >= 0, TDIST_ERR_SMEM, "dup of the heap descriptor: %s", std::strerror(errno));
   int peers = int(locals.size()) - 1;
   if (peers == 0) {
     cp.barrier();
+    cleanup.armed = false;
     return out;
   }
-  int lsock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  lsock = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   TDIST_CHECK(lsock >= 0, TDIST_ERR_SMEM, "socket(AF_UNIX): %s", std::strerror(errno));
   socklen_t len;
   sockaddr_un me = socket_name(cp, tag, cp.rank(), &len);
   if (::bind(lsock, reinterpret_cast<sockaddr *>(&me), len) != 0 || ::listen(lsock, peers) != 0) {
     int e = errno;
-    ::close(lsock);
     TDIST_THROW(TDIST_ERR_SMEM, "cannot listen on the descriptor socket: %s", std::strerror(e));
   }
   timeval tv{60, 0};  // accept() gives up if a peer never comes (it failed elsewhere)
@@ -127,13 +142,11 @@ std::vector<int> exchange_fds_with_local_peers(ControlPlane &cp, int my_fd, cons
   if (!err.empty()) ::shutdown(lsock, SHUT_RDWR);
   server.join();
   ::close(lsock);
+  lsock = -1;
   if (err.empty()) err = serve_error;
-  if (!err.empty()) {
-    for (int &fd : out)
-      if (fd >= 0) ::close(fd);
-    TDIST_THROW(TDIST_ERR_SMEM, "heap descriptor exchange failed: %s", err.c_str());
-  }
+  if (!err.empty()) TDIST_THROW(TDIST_ERR_SMEM, "heap descriptor exchange failed: %s", err.c_str());
   cp.barrier();
+  cleanup.armed = false;
   return out;
 }
 
