@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh
 BUILD=${TDIST_BUILD_DIR:-build}
 ctest --test-dir "$BUILD" --output-on-failure -j2 --timeout 900
-python3 -m pytest -q -rs tests/python tests/launcher
+python3 -m pytest -q -rs tests/python tests/launcher tests/gpu_kernels

@@ -307,6 +307,55 @@ void signal_update(uint64_t *remote, uint64_t v, int op, int pe) {
   wake_pe(pe);
 }
 
+// Persistent program threads: a launch wakes grid - 1 parked workers (program 0 runs on the
+// caller) instead of creating threads, which costs tens of microseconds per launch on a busy host.
+// Workers park on a futex (std::atomic::wait) between launches. One launch at a time per process.
+class ProgramPool {
+ public:
+  template <class Body>
+  void run(int32_t grid, Body &body) {
+    std::lock_guard<std::mutex> g(launch_mu_);
+    while (int32_t(workers_) < grid - 1) {
+      // The worker must start from the epoch before this launch's bump, or it would sleep
+      // through the launch it was created for.
+      std::thread(&ProgramPool::worker, this, int32_t(workers_) + 1,
+                  epoch_.load(std::memory_order_acquire))
+          .detach();
+      ++workers_;
+    }
+    body_ = [&body](int32_t pid) { body(pid); };
+    grid_ = grid;
+    remaining_.store(grid - 1, std::memory_order_relaxed);
+    epoch_.fetch_add(1, std::memory_order_release);
+    epoch_.notify_all();
+    body(0);
+    for (int32_t left; (left = remaining_.load(std::memory_order_acquire)) != 0;)
+      remaining_.wait(left, std::memory_order_acquire);
+  }
+
+ private:
+  void worker(int32_t pid, uint64_t seen) {
+    while (true) {
+      epoch_.wait(seen, std::memory_order_acquire);
+      seen = epoch_.load(std::memory_order_acquire);
+      if (pid >= grid_) continue;  // not part of this launch
+      body_(pid);
+      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_all();
+    }
+  }
+  std::mutex launch_mu_;
+  size_t workers_ = 0;
+  std::function<void(int32_t)> body_;
+  int32_t grid_ = 0;
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<int32_t> remaining_{0};
+};
+
+ProgramPool &program_pool() {
+  static ProgramPool *pool = new ProgramPool;  // never destroyed: parked workers outlive main
+  return *pool;
+}
+
 }  // namespace
 
 namespace tdist {
@@ -535,11 +584,7 @@ int tdist_cpu_launch(int32_t grid, tdist_cpu_kernel_fn fn, void *args) {
       t_launch = nullptr;
       t_program_id = 0;
     };
-    std::vector<std::thread> threads;
-    threads.reserve(size_t(grid - 1));
-    for (int32_t p = 1; p < grid; ++p) threads.emplace_back(body, p);
-    body(0);
-    for (auto &t : threads) t.join();
+    program_pool().run(grid, body);
     tdist_quiet();
     std::string what;
     if (int code = tdist::take_device_fault(s, &what)) TDIST_THROW(code, "kernel fault: %s", what.c_str());
