@@ -121,7 +121,9 @@ struct StoreServer::Impl {
   std::set<int> gone_ranks;  // connection closed (after finalize, or lost)
   std::mutex mu;  // guards finalized_ranks / seen_ranks / gone_ranks for the destructor
 
-  size_t max_conns() const { return size_t(2 * n_ranks + 64); }
+  // Unauthenticated connections allowed at once; beyond that the oldest is dropped, so a flood
+  // of strangers can neither exhaust descriptors nor lock out a rank that is about to HELLO.
+  size_t max_unauthenticated() const { return size_t(n_ranks + 64); }
 
   // Best effort: a connection whose send fails is shut down, so poll() reports it and it is
   // dropped in the next round (never dropped here, while callers iterate).
@@ -333,10 +335,14 @@ struct StoreServer::Impl {
   void accept_one() {
     int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
-    if (conns.size() >= max_conns()) {  // a flood of strangers cannot exhaust descriptors
-      ::close(fd);
-      return;
-    }
+    size_t unauth = 0;
+    int oldest = -1;
+    for (auto &[cfd, c] : conns)
+      if (c->rank < 0) {
+        ++unauth;
+        if (oldest < 0 || c->accepted < conns[oldest]->accepted) oldest = cfd;
+      }
+    if (unauth >= max_unauthenticated() && oldest >= 0) drop(oldest, "too many unauthenticated connections");
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     // A peer host that vanishes without closing is noticed in about 10 + 3 * 5 s.
@@ -545,9 +551,20 @@ std::string StoreClient::request(StoreOp op, const std::string &key, const std::
               "store request too large (key %zu bytes, value %zu bytes)", key.size(), value.size());
   std::string f = encode_frame(op, key, value);
   if (!ch_.write_all(f.data(), f.size(), int(op_timeout_s_ * 1000))) {
+    std::string e = ch_.last_error();
+    if (!joined_) {
+      // Refused before HELLO completed (e.g. our TLS certificate): a TLS alert may say why.
+      char b[256];
+      if (ch_.read_some(b, sizeof b) == -2 && !ch_.last_error().empty()) e += "; " + ch_.last_error();
+      ch_.close();
+      TDIST_THROW(TDIST_ERR_BOOTSTRAP,
+                  "rank %d: the store refused the connection before HELLO completed (%s)", rank_,
+                  e.c_str());
+    }
     job_failed_ = true;
+    ch_.close();
     TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: lost the store connection (%s): rank 0 lost", rank_,
-                ch_.last_error().c_str());
+                e.c_str());
   }
   Frame r = read_frame(op_timeout_s_, key);
   if (r.op == StoreOp::kReplyError) {
