@@ -805,6 +805,21 @@ TDISTI_NV_ABI int64_t tdistx_consume_token_ptr_i64(int64_t value, int32_t token)
   return tdistx_consume_token_int64(value, token);
 }
 
+/* Triton's extern_elementwise needs a result: the void collectives get int32-returning twins
+ * (always 0). Program-collective like the other twins: every thread of the CTA calls them. */
+TDISTI_NV_ABI int32_t tdist_barrier_all_i64(void) {
+  tdist_barrier_all();
+  return 0;
+}
+TDISTI_NV_ABI int32_t tdist_fence_i64(void) {
+  tdist_fence();
+  return 0;
+}
+TDISTI_NV_ABI int32_t tdist_quiet_i64(void) {
+  tdist_quiet();
+  return 0;
+}
+
 #undef TDISTI_NV_P
 #undef TDISTI_NV_I
 
