@@ -192,9 +192,20 @@ uint64_t seen_as_u64(const void *p) {
   return uint64_t(std::atomic_ref<T>(*const_cast<T *>(static_cast<const T *>(p))).load(std::memory_order_relaxed));
 }
 
+void bad_call(int pe, const void *addr, const std::string &msg);
+
 // Waits until *addr <cmp> value; returns the value that satisfied it (or the last one seen).
 template <class T>
 T wait_value(T *addr, int cmp, T value) {
+  // A bad wait must not hang (a wrong comparison never becomes true) nor fault the process.
+  if (!addr || reinterpret_cast<uintptr_t>(addr) % sizeof(T) != 0) {
+    bad_call(tdist_my_pe(), addr, tdist::strfmt("wait on %p: not a %zu-byte aligned address", static_cast<void *>(addr), sizeof(T)));
+    return T{};
+  }
+  if (cmp < TDIST_CMP_EQ || cmp > TDIST_CMP_LE) {
+    bad_call(tdist_my_pe(), addr, tdist::strfmt("wait comparison %d: must be EQ=0, NE=1, GT=2, GE=3, LT=4 or LE=5", cmp));
+    return T{};
+  }
   std::atomic_ref<T> a(*addr);
   T v{};
   bounded_wait([&] { return compare<T>(v = a.load(std::memory_order_acquire), cmp, value); }, addr,
@@ -259,8 +270,33 @@ bool use_sdma() {
          !(s->engine_mask & (TDIST_ENGINE_MTE | TDIST_ENGINE_UDMA));
 }
 
-// Translates with checks; records INVALID_PARAM and returns nullptr on bad input.
-void *translate(const void *addr, int pe) {
+// Reports a bad device-ABI call: a sticky INVALID_PARAM fault inside a launch, and this thread's
+// last error either way. The call then does nothing (no write, no wait).
+void bad_call(int pe, const void *addr, const std::string &msg) {
+  tdist_device_state_t *s = state();
+  if (s && t_launch) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(s->heap_base);
+    record_fault(TDIST_ERR_INVALID_PARAM, pe, a >= b && a < b + s->heap_size ? a - b : 0, 0, a, -1);
+  }
+  tdist::set_last_error(TDIST_ERR_INVALID_PARAM, msg);
+}
+
+// A signal word: 8-byte aligned (atomics need it) and a known op.
+bool signal_ok(const void *sig, int sig_op, int pe, size_t align = 8) {
+  if (reinterpret_cast<uintptr_t>(sig) % align != 0) {
+    bad_call(pe, sig, tdist::strfmt("signal address %p is not %zu-byte aligned", sig, align));
+    return false;
+  }
+  if (sig_op != TDIST_SIGNAL_SET && sig_op != TDIST_SIGNAL_ADD) {
+    bad_call(pe, sig, tdist::strfmt("signal op %d: must be TDIST_SIGNAL_SET=1 or TDIST_SIGNAL_ADD=2", sig_op));
+    return false;
+  }
+  return true;
+}
+
+// Translates with checks; records INVALID_PARAM and returns nullptr on bad input. `n` bytes from
+// `addr` must lie inside the symmetric heap (a put past its end would hit whatever is mapped next).
+void *translate(const void *addr, int pe, size_t n = 1) {
   tdist_device_state_t *s = state();
   if (!s) {
     tdist::set_last_error(TDIST_ERR_NOT_INITED, "device ABI used before tdist_init");
@@ -281,12 +317,18 @@ void *translate(const void *addr, int pe) {
                                             static_cast<char *>(s->heap_base) + s->heap_size)));
     return nullptr;
   }
+  if (n > b + s->heap_size - a) {
+    bad_call(pe, addr, tdist::strfmt("%zu bytes at heap offset %llu run past the end of the "
+                                     "symmetric heap (%llu bytes)",
+                                     n, (unsigned long long)(a - b), (unsigned long long)s->heap_size));
+    return nullptr;
+  }
   void *base = s->p2p_heap_base[pe];
   return base ? static_cast<char *>(base) + (a - b) : nullptr;
 }
 
 void copy_checked(void *dst, const void *src, size_t n, bool nbi, int wake = -1) {
-  if (!dst || !src || n == 0) return;
+  if (!dst || !src || n == 0) return;  // a failed translation was reported by translate()
   if (use_sdma()) {
     if (nbi) {
       copy_engine().submit([=] { std::memcpy(dst, src, n); });
@@ -421,30 +463,39 @@ void *tdist_ptr(const void *addr, int pe) { return translate(addr, pe); }
 TDIST_FOR_EACH_RMA_TYPE(TDIST_DEFINE_PG)
 #undef TDIST_DEFINE_PG
 
+// The local side of a copy must exist when there is something to copy.
+static bool local_ok(const void *p, size_t n, int pe, const char *what) {
+  if (n && !p) bad_call(pe, p, tdist::strfmt("copy of %zu bytes %s NULL", n, what));
+  return !n || p;
+}
+
 void tdist_putmem(void *dst, const void *src, size_t n, int pe) {
-  copy_checked(translate(dst, pe), src, n, false, pe);
+  if (local_ok(src, n, pe, "from")) copy_checked(translate(dst, pe, n), src, n, false, pe);
 }
 void tdist_getmem(void *dst, const void *src, size_t n, int pe) {
-  copy_checked(dst, translate(src, pe), n, false);
+  if (local_ok(dst, n, pe, "into")) copy_checked(dst, translate(src, pe, n), n, false);
 }
 void tdist_putmem_nbi(void *dst, const void *src, size_t n, int pe) {
-  copy_checked(translate(dst, pe), src, n, true, pe);
+  if (local_ok(src, n, pe, "from")) copy_checked(translate(dst, pe, n), src, n, true, pe);
 }
 void tdist_getmem_nbi(void *dst, const void *src, size_t n, int pe) {
-  copy_checked(dst, translate(src, pe), n, true);
+  if (local_ok(dst, n, pe, "into")) copy_checked(dst, translate(src, pe, n), n, true);
 }
 
 void tdist_putmem_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal,
                          int sig_op, int pe) {
+  if (!signal_ok(sig, sig_op, pe)) return;  // checked first: no data without its signal
   tdist_putmem(dst, src, n, pe);
-  if (auto *r = static_cast<uint64_t *>(translate(sig, pe))) signal_update(r, signal, sig_op, pe);
+  if (auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig))) signal_update(r, signal, sig_op, pe);
 }
 
 void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal,
                              int sig_op, int pe) {
-  void *d = translate(dst, pe);
-  auto *r = static_cast<uint64_t *>(translate(sig, pe));
+  if (!signal_ok(sig, sig_op, pe)) return;
+  void *d = translate(dst, pe, n);
+  auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig));
   if (!d || !r) return;
+  if (!local_ok(src, n, pe, "from")) return;
   if (use_sdma()) {
     // The signal is written by the copy thread after the data, preserving put-then-signal.
     copy_engine().submit([=] {
@@ -458,7 +509,8 @@ void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig
 }
 
 void tdist_signal_op(uint64_t *sig, uint64_t signal, int sig_op, int pe) {
-  if (auto *r = static_cast<uint64_t *>(translate(sig, pe))) signal_update(r, signal, sig_op, pe);
+  if (!signal_ok(sig, sig_op, pe)) return;
+  if (auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig))) signal_update(r, signal, sig_op, pe);
 }
 
 uint64_t tdist_signal_fetch(const uint64_t *sig) {
@@ -482,7 +534,8 @@ TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_WAIT_UNTIL)
     return 0;                                                                           \
   }                                                                                     \
   void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {             \
-    T *r = static_cast<T *>(translate(slot, pe));                                       \
+    if (!signal_ok(slot, sig_op, pe, sizeof(T))) return;                                \
+    T *r = static_cast<T *>(translate(slot, pe, sizeof(T)));                            \
     if (!r) return;                                                                     \
     std::atomic_ref<T> a(*r);                                                           \
     if (sig_op == TDIST_SIGNAL_ADD) a.fetch_add(value, std::memory_order_release);      \
