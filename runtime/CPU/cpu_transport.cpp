@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "bootstrap/control.hpp"
@@ -12,6 +13,26 @@
 namespace tdist {
 
 namespace {
+
+constexpr size_t kHeapBaseAlign = 2u << 20;  // tdist_align accepts alignments up to this
+
+// Maps `bytes` of `fd` at an address aligned to `align` (a power of two), so heap offsets aligned
+// by the allocator are aligned addresses too (tdist_align); plain mmap only promises a page.
+void *map_aligned(int fd, size_t bytes, size_t align) {
+  void *r = ::mmap(nullptr, bytes + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (r == MAP_FAILED) return MAP_FAILED;
+  uintptr_t lo = reinterpret_cast<uintptr_t>(r), a = (lo + align - 1) & ~uintptr_t(align - 1);
+  void *p = ::mmap(reinterpret_cast<void *>(a), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    ::munmap(r, bytes + align);
+    errno = e;
+    return MAP_FAILED;
+  }
+  if (a > lo) ::munmap(r, a - lo);  // trim the reservation around the mapping
+  if (lo + align > a) ::munmap(reinterpret_cast<void *>(a + bytes), lo + align - a);
+  return p;
+}
 
 class CpuTransport final : public HeapTransport {
  public:
@@ -44,7 +65,7 @@ class CpuTransport final : public HeapTransport {
     std::string err;
     for (int pe = 0; pe < cp.size(); ++pe) {
       if (fds[pe] < 0) continue;
-      void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[pe], 0);
+      void *p = map_aligned(fds[pe], bytes, kHeapBaseAlign);
       ::close(fds[pe]);
       if (p == MAP_FAILED) {
         if (err.empty()) err = strfmt("mmap of PE %d's heap: %s", pe, std::strerror(errno));

@@ -142,6 +142,9 @@ void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) 
   } else if (align == 0 || (align & (align - 1)) != 0) {
     rec.status = TDIST_ERR_INVALID_PARAM;
     why = strfmt("alignment %zu is not a power of two", align);
+  } else if (align > kHeapGranule) {  // heap bases are aligned to the granule, no more
+    rec.status = TDIST_ERR_INVALID_PARAM;
+    why = strfmt("alignment %zu exceeds the largest supported, %zu", align, kHeapGranule);
   } else if (size > c.state.heap_size) {
     rec.status = TDIST_ERR_MALLOC_FAILED;
     why = strfmt("%zu bytes requested, the heap holds %llu", size,

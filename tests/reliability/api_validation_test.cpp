@@ -111,6 +111,13 @@ TEST_F(OnePe, HostApiArguments) {
   expect_invalid("size must be > 0");
   EXPECT_EQ(tdist_align(3, 64), nullptr);
   expect_invalid("not a power of two");
+  EXPECT_EQ(tdist_align(4u << 20, 64), nullptr);
+  expect_invalid("exceeds the largest supported");
+  void *a = tdist_align(1u << 20, 64);  // an aligned address, not only an aligned offset
+  ASSERT_NE(a, nullptr) << tdist_last_error_message();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % (1u << 20), 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(tdist_host_device_state()->heap_base) % (2u << 20), 0u);
+  EXPECT_EQ(tdist_free(a), TDIST_SUCCESS);
   EXPECT_EQ(tdist_calloc(SIZE_MAX / 2, 4), nullptr);
   EXPECT_EQ(tdist_last_error(), TDIST_ERR_MALLOC_FAILED);
   int local = 0;
