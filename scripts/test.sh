@@ -6,4 +6,7 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh
 BUILD=${TDIST_BUILD_DIR:-build}
 ctest --test-dir "$BUILD" --output-on-failure -j2 --timeout 900
-python3 -m pytest -q -rs tests/python tests/launcher tests/gpu_kernels
+# one pytest process per suite: each folder has its own conftest.py helpers
+for suite in tests/python tests/gpu_kernels tests/launcher; do
+  python3 -m pytest -q -rs "$suite"
+done

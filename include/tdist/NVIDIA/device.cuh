@@ -80,11 +80,15 @@
 
 /* The device state this module reads. Filled by the host (see the file comment). With -rdc,
  * define TDIST_NV_STATE_EXTERN in every file but one. */
+/* It lives in constant memory: device code only reads it, the constant cache is not invalidated
+ * by ld.acquire.sys, and the compiler may keep it in a register across a polling loop. The host
+ * writes it with cuModuleGetGlobal + a copy, which works for __constant__ symbols too. */
+#define TDISTI_NV_CONST_VAR __attribute__((constant))
 #ifdef TDIST_NV_STATE_EXTERN
-extern "C" TDISTI_NV_DEV tdist_device_state_t *tdisti_device_state;
+extern "C" TDISTI_NV_CONST_VAR tdist_device_state_t *tdisti_device_state;
 #else
 extern "C" {
-TDISTI_NV_DEV tdist_device_state_t *tdisti_device_state = 0;
+TDISTI_NV_CONST_VAR tdist_device_state_t *tdisti_device_state = 0;
 }
 #endif
 
@@ -236,7 +240,7 @@ TDISTI_NV_FN int32_t tdisti_nv_ldc_s32(const void *p) {
 #define TDISTI_NV_SF_S32(st, field) tdisti_nv_ldc_s32(&(st)->field)
 
 TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state(void) {
-  return (tdist_device_state_t *)(uintptr_t)tdisti_nv_ldc_u64(&tdisti_device_state);
+  return tdisti_device_state;
 }
 /* Base of PE `pe`'s heap in the p2p table (NULL: not reachable by load/store). */
 TDISTI_NV_FN char *tdisti_nv_p2p_base(const tdist_device_state_t *st, int pe) {
@@ -327,8 +331,14 @@ TDISTI_NV_FN T tdisti_nv_ld_acquire(const T *p) {
  * ld.acquire; the timer and the sticky fault are only consulted once the first poll fails. */
 template <class T>
 TDISTI_NV_FN T tdisti_nv_wait(const T *addr, int cmp, T v) {
-  T seen = tdisti_nv_ld_acquire(addr);
-  if (tdisti_nv_cmp(seen, cmp, v)) return seen;
+  T seen;
+  /* Pure polls first: a short wait (a signal round trip is ~1.5 us) should never pay for the
+   * state, timeout and timer reads, which after an ld.acquire.sys are L2 round trips. */
+#pragma unroll 1
+  for (int i = 0; i < 256; ++i) {
+    seen = tdisti_nv_ld_acquire(addr);
+    if (tdisti_nv_cmp(seen, cmp, v)) return seen;
+  }
   tdist_device_state_t *st = tdisti_nv_state();
   if (st == 0 || cmp < TDIST_CMP_EQ || cmp > TDIST_CMP_LE) {
     tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, st ? st->my_pe : -1, 0, cmp, (uint64_t)v, (uint64_t)seen);
