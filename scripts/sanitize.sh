@@ -2,8 +2,8 @@
 # Sanitizer builds of the CPU runtime and its tests (no CUDA, no MLIR):
 #   build-asan/  -DTDIST_SANITIZE=address  (AddressSanitizer + UndefinedBehaviorSanitizer)
 #   build-tsan/  -DTDIST_SANITIZE=thread   (ThreadSanitizer, suppressions in scripts/tsan.supp)
-# and runs the unit suite, the store security suite and the multi-process suite at 2 and 4 ranks
-# in each. Any sanitizer report fails the run (halt_on_error / exitcode).
+# and runs the unit, store-security and API-validation suites, the multi-process suite at 2 and
+# 4 ranks and a short 4-rank soak in each. Any sanitizer report fails the run (halt_on_error / exitcode).
 #   scripts/sanitize.sh [address|thread ...]      (default: both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ ROOT=$PWD
 KINDS=("$@")
 [ ${#KINDS[@]} -eq 0 ] && KINDS=(address thread)
 JOBS=${TDIST_SANITIZE_JOBS:-2}
-TARGETS=(tdist_unit_tests tdist_mp_tests tdist_store_security_tests)
+TARGETS=(tdist_unit_tests tdist_mp_tests tdist_store_security_tests tdist_api_validation_tests tdist_soak)
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 
@@ -35,12 +35,15 @@ for kind in "${KINDS[@]}"; do
   fi
   echo "== $kind: unit"
   "$B/tests/tdist_unit_tests" --gtest_brief=1
-  echo "== $kind: store security"
+  echo "== $kind: store security, API validation"
   "$B/tests/reliability/tdist_store_security_tests" --gtest_brief=1
+  "$B/tests/reliability/tdist_api_validation_tests" --gtest_brief=1
   for n in 2 4; do
     echo "== $kind: multi-process, $n ranks"
     "$B/tools/tdist-run" -n "$n" --timeout 600 -- "$B/tests/tdist_mp_tests" --gtest_brief=1
   done
+  echo "== $kind: soak, 4 ranks, ${TDIST_SANITIZE_SOAK_SECONDS:-10} s"
+  TDIST_SOAK_SECONDS=${TDIST_SANITIZE_SOAK_SECONDS:-10} "$B/tools/tdist-run" -n 4 --timeout 300 -- "$B/tests/reliability/tdist_soak"
   unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
 done
 echo "sanitize.sh: all sanitizer runs passed (${KINDS[*]})"

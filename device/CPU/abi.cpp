@@ -366,9 +366,12 @@ class ProgramPool {
       ++workers_;
     }
     body_ = [&body](int32_t pid) { body(pid); };
-    grid_ = grid;
     remaining_.store(grid - 1, std::memory_order_relaxed);
-    epoch_.fetch_add(1, std::memory_order_release);
+    // The grid travels in the epoch word: a worker outside this launch may wake late, after the
+    // next launch began, and must judge membership by the launch it woke for (a separate grid_
+    // field was a data race found by TSan: such a worker could run the next launch twice).
+    uint64_t next = (((epoch_.load(std::memory_order_relaxed) >> 16) + 1) << 16) | uint64_t(grid);
+    epoch_.store(next, std::memory_order_release);
     epoch_.notify_all();
     body(0);
     for (int32_t left; (left = remaining_.load(std::memory_order_acquire)) != 0;)
@@ -380,7 +383,7 @@ class ProgramPool {
     while (true) {
       epoch_.wait(seen, std::memory_order_acquire);
       seen = epoch_.load(std::memory_order_acquire);
-      if (pid >= grid_) continue;  // not part of this launch
+      if (pid >= int32_t(seen & 0xFFFF)) continue;  // not part of this launch
       body_(pid);
       if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_all();
     }
@@ -388,8 +391,8 @@ class ProgramPool {
   std::mutex launch_mu_;
   size_t workers_ = 0;
   std::function<void(int32_t)> body_;
-  int32_t grid_ = 0;
-  std::atomic<uint64_t> epoch_{0};
+  std::atomic<uint64_t> epoch_{0};  // (launch count << 16) | grid of that launch
+  static_assert(TDIST_CPU_MAX_GRID < (1 << 16), "the grid must fit the epoch word's low 16 bits");
   std::atomic<int32_t> remaining_{0};
 };
 
