@@ -25,6 +25,50 @@ def cdiv(a, b):
     return -(-a // b)
 
 
+# ---------------------------------------------------------------------------------------------
+# Co-residency. Every persistent kernel here has programs that wait for other programs of the same
+# launch (grid barrier, producer/consumer credits) and for the programs of the other ranks' launches
+# sharing the GPU, so all of them must be resident at once or the waits trap after WAIT_NS ("CUDA
+# error: unspecified launch failure" at the host's next synchronisation).
+#
+# Hopper (sm_90) limits per SM: 65536 registers (allocated per warp in units of 256), 2048 threads,
+# 32 programs, 228 KB shared memory (227 KB per program, 1 KB reserved per program).
+
+REGS_PER_SM = 65536
+THREADS_PER_SM = 2048
+PROGRAMS_PER_SM = 32
+SMEM_PER_SM = 228 * 1024
+SMEM_RESERVED_PER_PROGRAM = 1024
+
+# Fraction of this rank's co-resident slots a persistent launch may fill. Under MPS the ranks' SM
+# shares add up to the whole GPU (2 x 50 %, 4 x 25 %), and nothing documents that MPS places the
+# ranks' programs on disjoint SMs. A launch that needs every slot of its share (2026-11-29: a2a grid =
+# 2 programs per SM of the share, with 255-register 4-warp programs that fit exactly 2 per SM) needs a
+# perfect packing of all ranks' programs plus their stream-barrier kernels: it deadlocked at 2 and 4
+# ranks (the bulk variant's grid barrier waited for programs that were never scheduled, trap after
+# 20 s) and passed only at 8 ranks, whose shares (8 x 12 %) leave 4 % of the SMs free. With half the
+# slots the whole GPU is at most half full, whatever the placement.
+RESIDENT_FILL = 0.5
+
+
+def programs_per_sm(num_warps, smem_bytes=0, regs_per_thread=255):
+    """Programs of ``num_warps`` warps that fit on one SM at once, assuming the worst register use
+    (255 per thread, the compiler's cap) unless ``regs_per_thread`` says otherwise: 2 at 4 warps,
+    1 at 8 warps."""
+    threads = num_warps * 32
+    regs_per_warp = cdiv(regs_per_thread * 32, 256) * 256
+    by_regs = REGS_PER_SM // (regs_per_warp * num_warps)
+    by_threads = THREADS_PER_SM // threads
+    by_smem = SMEM_PER_SM // (smem_bytes + SMEM_RESERVED_PER_PROGRAM) if smem_bytes else PROGRAMS_PER_SM
+    return max(0, min(by_regs, by_threads, by_smem, PROGRAMS_PER_SM))
+
+
+def resident_grid(sms, num_warps, smem_bytes=0, fill=RESIDENT_FILL):
+    """The most programs a persistent launch of ``num_warps``-warp programs may have on ``sms`` SMs
+    (this rank's share) so that they stay co-resident with the other ranks' launches; at least 1."""
+    return max(1, int(sms * programs_per_sm(num_warps, smem_bytes) * fill))
+
+
 @triton.jit
 def _cdiv(a, b):
     return (a + b - 1) // b

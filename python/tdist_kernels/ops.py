@@ -18,19 +18,22 @@ zero the op's signals, barrier over all PEs, launch, barrier. The first barrier 
 from erasing a faster peer's signals of this round; the second keeps the next round's clear (and
 pushes into a peer's buffers) behind every rank's end of this round.
 
-Grids are sized from the SMs this rank may use (the device's count, capped by
-CUDA_MPS_ACTIVE_THREAD_PERCENTAGE under MPS), because programs of one launch wait for each other
-and must all be resident.
+Grids are sized from the SMs this rank may use (``sm_budget``: the count this process sees, which
+under MPS is already its share) and capped at half of the programs that share can hold
+at once (``_common.resident_grid``), because programs of one launch wait for each other and for the
+other ranks' programs, and all of them must be resident together.
 """
+import os
+
 from . import collectives as col
 from . import overlap as ov
 from . import reverse_a2a as ra
 from . import _validate as v
-from ._common import SIG_ELEMS, KernelArgError, cdiv
+from ._common import SIG_ELEMS, KernelArgError, cdiv, resident_grid
 from ._common import bar_slots
 
 __all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm", "gemm_rs", "release",
-           "KernelArgError", "sm_budget"]
+           "KernelArgError", "sm_budget", "sm_info"]
 
 _cache = {}
 
@@ -47,14 +50,31 @@ def _rt():
     return torch, ash, tdist
 
 
-def sm_budget():
-    """SMs this rank may keep busy: the device's multiprocessor count as this process sees it.
+_sm_info = {}
 
-    Under MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE the client already sees the provisioned count
-    (H200, 2026-11-29: 66 of 132 at 50 %), so the percentage must not be applied a second time (an
-    earlier version did, and gave 8 ranks one SM each)."""
+
+def sm_info():
+    """How ``sm_budget`` was derived for this process's current device: ``reported`` (the
+    multiprocessor count CUDA reports to this process), ``mps_pct`` (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+    or None) and ``budget``."""
     import torch
-    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    dev = torch.cuda.current_device()
+    if dev not in _sm_info:
+        reported = torch.cuda.get_device_properties(dev).multi_processor_count
+        pct = os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") or None
+        _sm_info[dev] = {"reported": reported, "mps_pct": pct, "budget": reported}
+    return dict(_sm_info[dev])
+
+
+def sm_budget():
+    """SMs this rank may keep busy: the multiprocessor count this process sees, which under MPS is
+    already its share. Measured on the H200 (2026-11-29): an MPS client with
+    CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 is reported 66 of 132 SMs, at 25 % 32 (torch's
+    multi_processor_count, cudaDevAttrMultiProcessorCount in tdist-bench, and even the ``%nsmid``
+    register read in a kernel: MPS virtualises all three). So the percentage must not be applied
+    again (that gave 33 at 2 ranks, 8 at 4 and 1 at 8). Persistent grids are capped further by
+    ``_common.resident_grid`` (co-residency with the other ranks)."""
+    return sm_info()["budget"]
 
 
 def _buffers(key, make):
@@ -89,6 +109,34 @@ def _pow2(n):
     return p
 
 
+# Grid sizes (pure functions of this rank's SM budget, so the co-residency arithmetic is testable
+# without a GPU: tests/gpu_kernels/test_residency.py).
+
+A2A_WARPS = 4
+
+
+def a2a_grid(nsm):
+    """Reverse all-to-all: producer/consumer pairs (even), >= 2 producers so the bulk variants have a
+    self copier, and every program resident (credits, grid barrier): half of the share's slots."""
+    return max(4, resident_grid(nsm, A2A_WARPS) // 2 * 2)
+
+
+def dispatch_grid(nsm):
+    return max(2, resident_grid(nsm, A2A_WARPS))
+
+
+def allreduce_grid(nsm):
+    return resident_grid(nsm, 4)
+
+
+def gemm_grid(nsm, dt, n_comm=None):
+    """(grid, n_comm) of the overlap kernels: 8-warp programs (1 per SM), half the share; the first
+    ``n_comm`` programs communicate, at least one program multiplies."""
+    cap = resident_grid(nsm, _gemm_cfg(dt)["num_warps"])
+    nc = n_comm or max(1, cap // 8)
+    return max(cap, nc + 1), nc
+
+
 def a2a_tiles(D, elem):
     """~16 KB tiles, tall in S: the pipelines synchronise once per S block, so fewer, taller blocks
     cost fewer rounds (the first GPU run used 8 x 1024 tiles: 256 rounds for S = 2048, and the
@@ -121,7 +169,7 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
     bs0, bd0 = a2a_tiles(D, a.element_size())
     bs, bd = block_s or bs0, block_d or bd0
     nsm = sm_budget()
-    grid = max(4, 2 * nsm)  # even (producer/consumer pairs); >= 2 producers so the bulk variants have a self copier
+    grid = a2a_grid(nsm)
     elem = a.element_size()
     key = (what, variant, S, H, D, dt, W, bs, bd, buffer_num)
     if variant == "mte":
@@ -171,7 +219,7 @@ def dispatch_all_to_all(x, out=None):
     recv, sig = _buffers((what, S, H, D, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * S * H * D], x.dtype),
         ash.aclshmem_create_tensor([bar_slots(W) * SIG_ELEMS], torch.int64)))
-    grid = max(2, 2 * sm_budget())
+    grid = dispatch_grid(sm_budget())
     _protocol(ash, sig, lambda: col.dispatch_a2a_kernel[(grid,)](
         x, out, recv, sig, me, W, S, H, D, *x.stride(), BLOCK_S=bs, BLOCK_D=bd, num_warps=4))
     return out
@@ -199,7 +247,7 @@ def all_reduce(x, variant="two_shot", out=None):
         recv, sig = _buffers((what, variant, N, dt, W), lambda: (
             ash.aclshmem_create_tensor([col.ring_buffer_elems(W, N)], x.dtype),
             ash.aclshmem_create_tensor([col.ring_signal_slots(W, N, BLOCK) * SIG_ELEMS], torch.int64)))
-        grid = max(1, min(nsm, cdiv(cdiv(N, W), BLOCK)))
+        grid = max(1, min(allreduce_grid(nsm), cdiv(cdiv(N, W), BLOCK)))
         launch = lambda: col.allreduce_ring_kernel[(grid,)](  # noqa: E731
             xf, recv, out, sig, me, W, N, BLOCK=BLOCK, num_warps=4)
     else:
@@ -207,7 +255,7 @@ def all_reduce(x, variant="two_shot", out=None):
             ash.aclshmem_create_tensor([N], x.dtype),
             ash.aclshmem_create_tensor([bar_slots(W) * SIG_ELEMS], torch.int64)))
         kern = col.allreduce_one_shot_kernel if variant == "one_shot" else col.allreduce_two_shot_kernel
-        grid = max(1, min(nsm, cdiv(N, BLOCK)))
+        grid = max(1, min(allreduce_grid(nsm), cdiv(N, BLOCK)))
         launch = lambda: kern[(grid,)](xf, buf, out, sig, me, W, N, BLOCK=BLOCK, num_warps=4)  # noqa: E731
     _protocol(ash, sig, launch)
     return out.view(x.shape)
@@ -239,9 +287,7 @@ def ag_gemm(a, b, out=None, n_comm=None):
     gather, sig = _buffers((what, M, K, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * M * K], a.dtype),
         ash.aclshmem_create_tensor([ov.ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], torch.int64)))
-    nsm = sm_budget()
-    nc = n_comm or max(1, nsm // 8)
-    grid = max(nsm, nc + 1)  # with very few SMs, two programs share one (both fit)
+    grid, nc = gemm_grid(sm_budget(), dt, n_comm)
     _protocol(ash, sig, lambda: ov.ag_gemm_kernel[(grid,)](
         a, b, out, gather, sig, me, W, M, N, K, nc, *b.stride(), *out.stride(),
         CHUNK_M=chunk, VEC_BLOCK=1024, ELEM_BYTES=a.element_size(), **_gemm_cfg(dt)))
@@ -270,9 +316,7 @@ def gemm_rs(a, b, out=None, n_comm=None):
         ash.aclshmem_create_tensor([W * (M // W) * N], torch.float32),
         ash.aclshmem_create_tensor([ov.gemm_rs_signal_slots(W, M, N, cfg["BLOCK_M"], cfg["BLOCK_N"]) * SIG_ELEMS],
                                    torch.int64)))
-    nsm = sm_budget()
-    nc = n_comm or max(1, nsm // 8)
-    grid = max(nsm, nc + 1)
+    grid, nc = gemm_grid(sm_budget(), dt, n_comm)
     _protocol(ash, sig, lambda: ov.gemm_rs_kernel[(grid,)](
         a, b, out, recv, sig, me, W, M, N, K, nc, *a.stride(), *b.stride(), *out.stride(),
         RED_BLOCK_N=32, **cfg))

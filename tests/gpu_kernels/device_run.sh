@@ -22,10 +22,16 @@ if ! python3 -c "import sys; sys.path.insert(0, 'python'); import tdist; assert 
 fi
 echo "== installed ($(el))"
 RUN="python3 tools/tdist-run"
+# Worker limit: 100 s + 10 s per rank (2: 120 s, 8: 180 s). A worker compiles ~60 Triton kernels (every
+# rank at once; the cache is shared, so later workers start warm) and a hung kernel traps after 20 s
+# anyway, so the limit only has to cover a cold-cache run: at 8 ranks with a cold cache (2026-11-29,
+# after the 2- and 4-rank workers had failed early) 95 s was not enough.
 worker() {
-  timeout 100 $RUN -n "$1" --timeout 95 -- python3 tests/gpu_kernels/gpu_worker.py > "$OUT/worker-$1.log" 2>&1
+  local wt=$((100 + 10 * $1))
+  timeout $((wt + 10)) $RUN -n "$1" --timeout $wt -- python3 tests/gpu_kernels/gpu_worker.py > "$OUT/worker-$1.log" 2>&1
   echo "== worker -n $1 rc=$? ($(el)): $(grep -c '\] PASS' "$OUT/worker-$1.log") PASS lines"
-  grep -E "FAIL|Error|error|failure\(s\)|tdist-run:|timed out" "$OUT/worker-$1.log" | head -30
+  grep -E "SM budget|scenario .*: [0-9.]+ s$" "$OUT/worker-$1.log" | head -12
+  grep -E "FAIL|Error|error|failure\(s\)|tdist-run:|timed out" "$OUT/worker-$1.log" | grep -v "scenario errors:" | head -30
 }
 bench() {
   timeout 70 $RUN -n "$1" --timeout 65 -- python3 benchmarks/gpu_kernels/bench.py --json "$OUT/bench-$1.json" \

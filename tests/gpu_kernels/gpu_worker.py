@@ -8,6 +8,7 @@ relative-norm tolerance. Prints PASS/FAIL per check; exits 1 if any failed (tdis
 the job)."""
 import os
 import sys
+import time
 import traceback
 import zlib
 from pathlib import Path
@@ -152,11 +153,14 @@ def scenario_errors(me, W):
 
 
 def main():
+    t_start = time.monotonic()
     me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
     ash.init_from_env(local_mem_size=256 << 20, backend=tdist.BACKEND_CUDA)
     seed = int.from_bytes(tdist.ctrl_broadcast(os.urandom(4), 0), "little")
-    print(f"rank {me}/{W}: seed {seed}, SM budget {ops.sm_budget()}", flush=True)
+    info = ops.sm_info()
+    print(f"rank {me}/{W}: seed {seed}, SM budget {info['budget']} (reported {info['reported']}, "
+          f"MPS {info['mps_pct']} %)", flush=True)
     only = os.environ.get("TDIST_KERNELS_ONLY", "")
     for name, fn in (("a2a", lambda: scenario_a2a(seed, me, W)),
                      ("allreduce", lambda: scenario_allreduce(seed, me, W)),
@@ -164,15 +168,18 @@ def main():
                      ("errors", lambda: scenario_errors(me, W))):
         if only and name not in only.split(","):
             continue
+        t0 = time.monotonic()
         try:
             fn()
+            if me == 0:
+                print(f"scenario {name}: {time.monotonic() - t0:.1f} s", flush=True)
         except Exception:
             traceback.print_exc()
             check(f"scenario {name} raised", False)
             break  # a failed collective leaves the ranks out of step: stop rather than hang
     ops.release()
     ash.aclshmem_finalize()
-    print(f"rank {me}: {len(failures)} failure(s): {failures}", flush=True)
+    print(f"rank {me}: {len(failures)} failure(s): {failures} ({time.monotonic() - t_start:.1f} s)", flush=True)
     sys.exit(1 if failures else 0)
 
 
