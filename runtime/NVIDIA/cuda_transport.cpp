@@ -55,9 +55,7 @@ class CudaTransport final : public HeapTransport {
     TDIST_CHECK(drv_, TDIST_ERR_NOT_SUPPORTED, "CUDA backend unavailable: %s", why.c_str());
     int count = 0;
     TDIST_CU(drv_, cuDeviceGetCount(&count));
-    int dev = opts_.device_id >= 0 ? opts_.device_id : cp.local_rank() % count;
-    TDIST_CHECK(dev >= 0 && dev < count, TDIST_ERR_INVALID_PARAM,
-                "device_id %d is out of range: %d CUDA device(s) visible", dev, count);
+    int dev = select_device(opts_.device_id, cp.local_rank(), count);
     TDIST_CU(drv_, cuDeviceGet(&dev_, dev));
     ordinal_ = dev;
     int vmm = 0, fdok = 0;

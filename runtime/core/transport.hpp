@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/error.hpp"
 #include "tdist/device_state.h"
 
 namespace tdist {
@@ -35,6 +36,17 @@ class HeapTransport {
   // Undo map(). Safe to call twice.
   virtual void unmap() = 0;
 };
+
+// The GPU a PE uses: `requested` when >= 0, else its local rank modulo the visible devices. With
+// as many local PEs as GPUs that is one PE per GPU (peers reached over NVLink P2P); with more PEs
+// than GPUs, PEs share a GPU (tdist-run starts MPS for that).
+inline int select_device(int requested, int local_rank, int visible) {
+  TDIST_CHECK(visible > 0, TDIST_ERR_NOT_SUPPORTED, "no CUDA device is visible to this process");
+  int dev = requested >= 0 ? requested : local_rank % visible;
+  TDIST_CHECK(dev < visible, TDIST_ERR_INVALID_PARAM,
+              "device_id %d is out of range: %d CUDA device(s) visible", dev, visible);
+  return dev;
+}
 
 std::unique_ptr<HeapTransport> make_cpu_transport(const TransportOptions &opts);
 // Defined in runtime/NVIDIA when built with CUDA; otherwise throws TDIST_ERR_NOT_SUPPORTED.

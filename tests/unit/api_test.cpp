@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "core/transport.hpp"
 #include "tdist/CPU/launch.h"
 #include "tdist/tdist.h"
 
@@ -72,4 +73,28 @@ TEST(Api, StatusNames) {
   EXPECT_STREQ(tdist_status_name(TDIST_ERR_TIMEOUT), "TDIST_ERR_TIMEOUT");
   EXPECT_STREQ(tdist_status_name(TDIST_ERR_COLLECTIVE_MISMATCH), "TDIST_ERR_COLLECTIVE_MISMATCH");
   EXPECT_STREQ(tdist_status_name(12345), "TDIST_ERR_UNKNOWN");
+}
+
+TEST(DeviceSelection, OnePePerGpuOrShared) {
+  using tdist::select_device;
+  // 8 local PEs on 8 GPUs: one each; on 1 GPU: all share device 0; on 2: alternate.
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(select_device(-1, r, 8), r);
+    EXPECT_EQ(select_device(-1, r, 1), 0);
+    EXPECT_EQ(select_device(-1, r, 2), r % 2);
+  }
+  EXPECT_EQ(select_device(3, 0, 4), 3);  // explicit device_id wins
+  try {
+    select_device(4, 0, 4);
+    ADD_FAILURE() << "accepted device 4 of 4";
+  } catch (const tdist::Error &e) {
+    EXPECT_EQ(e.code(), TDIST_ERR_INVALID_PARAM);
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos);
+  }
+  try {
+    select_device(-1, 0, 0);
+    ADD_FAILURE() << "selected a device with none visible";
+  } catch (const tdist::Error &e) {
+    EXPECT_EQ(e.code(), TDIST_ERR_NOT_SUPPORTED);
+  }
 }
