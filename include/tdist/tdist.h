@@ -72,6 +72,12 @@ typedef struct tdist_init_attr {
   tdist_option_attr_t option_attr;
 } tdist_init_attr_t;
 
+/** Bootstrap-store TLS (the seed's set_conf_store_tls), before init. `tls_info` is a
+ *  "key=value;..." list: ca, cert, key, verify_client (default 1: mutual TLS), verify_host
+ *  (default 1); see docs/CONTRACT.md section 5. enable = 0 selects plain TCP. An explicit call
+ *  wins over TDIST_STORE_TLS / TDIST_STORE_TLS_INFO. */
+TDIST_EXPORT int tdist_set_conf_store_tls(int enable, const char *tls_info);
+
 /** Fill `attr` with defaults (rank -1, heap 256 MiB, MTE, timeouts as documented above). */
 TDIST_EXPORT int tdist_init_attr_default(tdist_init_attr_t *attr);
 /** Collective over n_ranks processes. Rank 0 listens on ip_port, the others connect to it. */

@@ -77,25 +77,28 @@ class InitAttr:
 
 
 _BACKENDS = {"auto": tdist.BACKEND_AUTO, "cpu": tdist.BACKEND_CPU, "cuda": tdist.BACKEND_CUDA}
-_tls_disabled = False
+_tls_configured = False
 _live = {}  # heap address -> nbytes of tensors from aclshmem_create_tensor
 
 
 def set_conf_store_tls(enable, tls_info=""):
-    """tdist's bootstrap store speaks plain TCP; TLS must be turned off explicitly (the seed's step 1)."""
-    global _tls_disabled
-    if enable:
-        raise errors.NotSupported("set_conf_store_tls(True): the tdist bootstrap store has no TLS; "
-                                  "call set_conf_store_tls(False, '') and keep the store on a trusted network",
-                                  NOT_SUPPORTED)
-    _tls_disabled = True
+    """The seed's step 1: TLS for the bootstrap store. ``enable=False`` selects plain TCP;
+    ``enable=True`` takes ``tls_info`` as ``"ca=...;cert=...;key=..."`` (mutual TLS by default;
+    see docs/CONTRACT.md section 5). Must come before ``aclshmem_init``."""
+    global _tls_configured
+    if not isinstance(tls_info, str):
+        raise errors.InvalidParam(f"set_conf_store_tls: tls_info must be a str, got {type(tls_info).__name__}",
+                                  INVALID_PARAM)
+    tdist.set_conf_store_tls(bool(enable), tls_info)
+    _tls_configured = True
     return SUCCESS
 
 
 def aclshmem_init(attr):
-    if not _tls_disabled:
-        raise errors.NotSupported("aclshmem_init: TLS is on by default and tdist has no TLS; call "
-                                  "set_conf_store_tls(False, '') first", NOT_SUPPORTED)
+    if not _tls_configured:
+        raise errors.InvalidParam("aclshmem_init: the store's TLS is on by default and not configured; "
+                                  "call set_conf_store_tls(True, 'ca=...;cert=...;key=...') or "
+                                  "set_conf_store_tls(False, '') first", INVALID_PARAM)
     attr.validate()
     o = attr.option_attr
     tdist.init(attr.my_rank, attr.n_ranks, attr.ip_port, local_mem_size=attr.local_mem_size,

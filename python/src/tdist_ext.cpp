@@ -198,6 +198,12 @@ NB_MODULE(_C, m) {
     check(st, "tdist_finalize");
   });
   m.def("initialized", [] { return tdist_initialized() != 0; });
+  m.def(
+      "set_conf_store_tls",
+      [](bool enable, const std::string &tls_info) {
+        check(tdist_set_conf_store_tls(enable ? 1 : 0, tls_info.c_str()), "tdist_set_conf_store_tls");
+      },
+      nb::arg("enable"), nb::arg("tls_info") = "");
 
   // ---- heap (collective) ----
   m.def("malloc", [](size_t n) {

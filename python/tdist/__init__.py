@@ -43,6 +43,7 @@ team_split_strided = _C.team_split_strided
 team_destroy = _C.team_destroy
 get_uniqueid = _C.get_uniqueid
 status_name = _C.status_name
+set_conf_store_tls = _C.set_conf_store_tls
 
 
 def _attr(**kw):

@@ -37,8 +37,10 @@ def test_init_attr_validation():
     a.my_rank = 2
     with pytest.raises(tdist.InvalidParam, match=r"my_rank=2 must be in \[0, n_ranks=2\)"):
         a.validate()
-    with pytest.raises(tdist.NotSupported, match="no TLS"):
+    with pytest.raises(tdist.InvalidParam, match="'cert' is not key=value"):
         ash.set_conf_store_tls(True, "cert")
+    with pytest.raises(tdist.InvalidParam, match="tls_info must be a str"):
+        ash.set_conf_store_tls(True, None)
     assert ash.OpEngineType.MTE == 1 and ash.OpEngineType.UDMA == 8
 
 
