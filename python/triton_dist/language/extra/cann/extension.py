@@ -5,7 +5,10 @@ here they live at ``triton_dist.language.extra.cann.extension``.
 Mapping on a GPU:
 
 * ``extract_slice`` / ``insert_slice`` / ``get_element``: offsets, sizes and strides are compile-time
-  constants; implemented with ``tl.gather`` and ``tl.where`` (register shuffles, no memory).
+  constants; implemented as one-hot selections: a broadcast compare against the wanted indices and
+  a select-reduction (``_select``), then ``tl.where`` for the insert. Exact (values are picked, never
+  combined arithmetically). ``tl.gather`` is not used: Triton 3.6's
+  TritonGPUOptimizeThreadLocality pass fails on the gathers these ops need.
 * ``sub_vec_id()`` / ``sub_vec_num()``: an Ascend AI core has 2 vector sub-blocks; on a GPU every
   program is one vector core, so ``sub_vec_num() == 1`` and ``sub_vec_id() == 0``. Launch twice as
   many programs to get the Ascend kernel's number of vector cores.
@@ -40,6 +43,27 @@ def _axis_index(shape, axis, _semantic):
     return _semantic.broadcast_impl_shape(r, list(shape))
 
 
+@triton.jit
+def _pick(a, a_hit, b, b_hit):
+    return tl.where(a_hit != 0, a, b), a_hit | b_hit
+
+
+def _select(x, d, idx, _semantic, _generator):
+    """``y[..., i, ...] = x[..., idx[i], ...]`` along axis ``d``; ``idx`` is a 1-D int32 tensor whose
+    values lie in ``[0, x.shape[d])``. Broadcast ``x`` to ``[..., m, n, ...]``, mark the wanted
+    element of every row, and reduce over ``n`` keeping the marked value."""
+    shape = list(x.type.shape)
+    n, m, rank = shape[d], idx.type.shape[0], len(shape)
+    tgt = shape[:d] + [m, n] + shape[d + 1:]
+    xe = _semantic.broadcast_impl_shape(_semantic.expand_dims(x, d), tgt)
+    want = _semantic.broadcast_impl_shape(_semantic.reshape(idx, [1] * d + [m] + [1] * (rank - d), False), tgt)
+    have = _semantic.broadcast_impl_shape(
+        _semantic.reshape(_semantic.arange(0, n), [1] * (d + 1) + [n] + [1] * (rank - d - 1), False), tgt)
+    hit = _semantic.cast(_semantic.equal(want, have), tl.int32)
+    picked, _ = tlc.reduce((xe, hit), d + 1, _pick, _semantic=_semantic, _generator=_generator)
+    return picked
+
+
 def _check(full, offsets, sizes, strides, what):
     shape = list(full.type.shape)
     if not (len(offsets) == len(sizes) == len(strides) == len(shape)):
@@ -52,7 +76,7 @@ def _check(full, offsets, sizes, strides, what):
 
 
 @tlc.builtin
-def extract_slice(full, offsets, sizes, strides, _semantic=None):
+def extract_slice(full, offsets, sizes, strides, _semantic=None, _generator=None):
     """``full[o0 : o0 + s0*st0 : st0, ...]`` as a tensor of shape ``sizes`` (powers of two)."""
     what = "extract_slice"
     offsets, sizes, strides = (_consts(v, what, n) for v, n in ((offsets, "offsets"), (sizes, "sizes"),
@@ -60,17 +84,14 @@ def extract_slice(full, offsets, sizes, strides, _semantic=None):
     full = _semantic.to_tensor(full)
     shape = _check(full, offsets, sizes, strides, what)
     out = full
-    cur = list(shape)
     for d in range(len(shape)):
-        cur[d] = sizes[d]
-        idx = _axis_index(cur, d, _semantic)
-        idx = _semantic.add(_semantic.mul(idx, strides[d], True), offsets[d], True)
-        out = _semantic.gather(out, idx, d)
+        idx = _semantic.add(_semantic.mul(_semantic.arange(0, sizes[d]), strides[d], True), offsets[d], True)
+        out = _select(out, d, idx, _semantic, _generator)
     return out
 
 
 @tlc.builtin
-def insert_slice(full, sub, offsets, sizes, strides, _semantic=None):
+def insert_slice(full, sub, offsets, sizes, strides, _semantic=None, _generator=None):
     """``full`` with the window (offsets, sizes, strides) replaced by ``sub`` (of shape ``sizes``)."""
     what = "insert_slice"
     offsets, sizes, strides = (_consts(v, what, n) for v, n in ((offsets, "offsets"), (sizes, "sizes"),
@@ -81,17 +102,15 @@ def insert_slice(full, sub, offsets, sizes, strides, _semantic=None):
     if list(sub.type.shape) != list(sizes):
         raise DistributedError(f"{what}: sub has shape {list(sub.type.shape)}, sizes say {list(sizes)}")
     sub = _semantic.cast(sub, full.type.scalar)
+    # Spread sub over full's shape: position p along d takes sub's element clamp((p - o) / st).
     out = sub
-    cur = list(sizes)
-    mask = None
     for d in range(len(shape)):
-        cur[d] = shape[d]
-        pos = _axis_index(cur, d, _semantic)
-        rel = _semantic.sub(pos, offsets[d], True)
+        rel = _semantic.sub(_semantic.arange(0, shape[d]), offsets[d], True)
         k = _semantic.floordiv(rel, strides[d]) if strides[d] > 1 else rel
         k = _semantic.maximum(_semantic.minimum(k, _semantic.to_tensor(sizes[d] - 1), tl.PropagateNan.NONE),
                               _semantic.to_tensor(0), tl.PropagateNan.NONE)
-        out = _semantic.gather(out, k, d)
+        out = _select(out, d, k, _semantic, _generator)
+    mask = None
     for d in range(len(shape)):
         pos = _axis_index(shape, d, _semantic)
         rel = _semantic.sub(pos, offsets[d], True)
@@ -110,16 +129,20 @@ def get_element(src, offset, _semantic=None, _generator=None):
     what = "get_element"
     offset = _consts(offset, what, "offset")
     src = _semantic.to_tensor(src)
-    ones = [1] * len(src.type.shape)
-    one = extract_slice(src, offset, ones, ones, _semantic=_semantic)
-    flat = _semantic.reshape(one, [1], False)
-    # A one-element reduction returns the element itself (no arithmetic: -0.0 and NaN survive).
-    return tlc.reduce(flat, 0, _first, _semantic=_semantic, _generator=_generator)
-
-
-@triton.jit
-def _first(a, b):
-    return a
+    shape = list(src.type.shape)
+    if len(offset) != len(shape) or any(o < 0 or o >= n for o, n in zip(offset, shape)):
+        raise DistributedError(f"{what}: offset {offset} is outside a tensor of shape {shape}")
+    hit = None
+    for d in range(len(shape)):
+        eq = _semantic.equal(_axis_index(shape, d, _semantic), offset[d])
+        hit = eq if hit is None else _semantic.logical_and(hit, eq)
+    total = 1
+    for n in shape:
+        total *= n
+    flat = _semantic.reshape(src, [total], False)
+    flat_hit = _semantic.reshape(_semantic.cast(hit, tl.int32), [total], False)
+    value, _ = tlc.reduce((flat, flat_hit), 0, _pick, _semantic=_semantic, _generator=_generator)
+    return value
 
 
 @tlc.builtin
