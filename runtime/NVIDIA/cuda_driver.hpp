@@ -45,7 +45,10 @@ namespace tdist::cu {
   X(cuModuleGetGlobal)               \
   X(cuModuleGetFunction)             \
   X(cuLaunchKernel)                  \
-  X(cuStreamSynchronize)
+  X(cuStreamSynchronize)             \
+  X(cuStreamCreate)                  \
+  X(cuStreamDestroy)                 \
+  X(cuMemcpyHtoDAsync)
 
 struct Driver {
 #define TDIST_CU_MEMBER(name) decltype(&::name) name = nullptr;

@@ -156,6 +156,26 @@ class CudaTransport final : public HeapTransport {
     for (CUmodule m : g_modules) patch(m);
   }
 
+  // Called by the watchdog thread while kernels may be spinning on the record: the copy goes on a
+  // non-blocking stream (the legacy default stream would wait for those kernels), details first and
+  // the code last, so a device reader that sees the code sees the rest.
+  void publish_fault(const tdist_device_state_t &s) override {
+    if (!dstate_) return;
+    make_current();
+    CUstream stream = nullptr;
+    TDIST_CU(drv_, cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    const size_t code = offsetof(tdist_device_state_t, fault_code);
+    const size_t rest = offsetof(tdist_device_state_t, fault_pe);
+    CUresult r = drv_->cuMemcpyHtoDAsync(dstate_ + rest, reinterpret_cast<const char *>(&s) + rest,
+                                         sizeof s - rest, stream);
+    if (r == CUDA_SUCCESS)
+      r = drv_->cuMemcpyHtoDAsync(dstate_ + code, &s.fault_code, sizeof s.fault_code, stream);
+    if (r == CUDA_SUCCESS) r = drv_->cuStreamSynchronize(stream);
+    drv_->cuStreamDestroy(stream);
+    TDIST_CHECK(r == CUDA_SUCCESS, TDIST_ERR_SMEM, "copying the fault record to the GPU: %s",
+                cu::result_string(r).c_str());
+  }
+
   void unmap() override {
     {
       std::lock_guard<std::mutex> g(g_mu);

@@ -250,7 +250,9 @@ void do_init(const tdist_init_attr_t &attr) {
   publish(*c);
   if (c->cpu_backend) tdisti_cpu_device_state = &c->state;
   c->cp->barrier();  // everyone mapped everything before anyone writes to a peer
-  start_watchdog(*c->cp, &c->state);  // from here a lost peer aborts every wait of this PE
+  HeapTransport *t = c->transport.get();
+  tdist_device_state_t *st = &c->state;
+  start_watchdog(*c->cp, st, [t, st] { t->publish_fault(*st); });  // from here a lost peer aborts every wait of this PE
   g_ctx = std::move(c);
 }
 

@@ -33,6 +33,9 @@ class HeapTransport {
   // Publish the device state where device code finds it (CPU: host memory; CUDA: device copy
   // + module patching). Called after map() and whenever the state changes.
   virtual void publish(const tdist_device_state_t &state) = 0;
+  // Make a fault recorded in the host state (a lost peer, found by the watchdog thread) visible to
+  // device code that may be running now. CPU: nothing to do (device code reads the host copy).
+  virtual void publish_fault(const tdist_device_state_t &) {}
   // Undo map(). Safe to call twice.
   virtual void unmap() = 0;
 };

@@ -10,6 +10,8 @@
 // backend gets the message on the host side (device waits there are bounded by their timeout).
 #pragma once
 
+#include <functional>
+
 #include <string>
 
 #include "tdist/device_state.h"
@@ -20,7 +22,9 @@ class ControlPlane;
 
 // Starts the watchdog of this process (one per process, like the context). Throws BOOTSTRAP if
 // the watch connection cannot be made. `state` must outlive stop_watchdog().
-void start_watchdog(const ControlPlane &cp, tdist_device_state_t *state);
+// `after_fault` runs on the watchdog thread once the fault is in `state` (e.g. to copy it to the GPU).
+void start_watchdog(const ControlPlane &cp, tdist_device_state_t *state,
+                    std::function<void()> after_fault = {});
 // Stops and joins it; idempotent. Call before the state or the store goes away.
 void stop_watchdog();
 // The first peer loss this process learned of: the store's message ("" if none) and the rank
