@@ -261,6 +261,34 @@ TEST(Runtime, ProducerConsumerAcrossPrograms) {
   tdist_free(buf);
 }
 
+struct PoolArgs {
+  std::atomic<int> *runs;  // [TDIST_CPU_MAX_GRID] times each program id ran in this launch
+  std::atomic<int> *bad;
+};
+
+TEST(Runtime, LaunchesRunEveryProgramExactlyOnce) {
+  // Many launches with changing grids on the persistent program pool: each program id below the
+  // grid runs exactly once per launch, none above it (a late-waking idle worker must not run a
+  // launch twice or join one it does not belong to).
+  std::vector<std::atomic<int>> runs(64);
+  std::atomic<int> bad{0};
+  PoolArgs a{runs.data(), &bad};
+  std::mt19937 rng(unsigned(run_seed()) + unsigned(me()));
+  for (int it = 0; it < 300; ++it) {
+    int grid = 1 + int(rng() % 6);
+    for (auto &r : runs) r.store(0);
+    int rc = tdist_cpu_launch(grid, [](void *p) {
+      auto *x = static_cast<PoolArgs *>(p);
+      int pid = tdistx_program_id(0);
+      if (pid < 0 || pid >= tdistx_num_programs(0)) x->bad->fetch_add(1);
+      else x->runs[pid].fetch_add(1);
+    }, &a);
+    ASSERT_EQ(rc, TDIST_SUCCESS) << tdist_last_error_message();
+    for (int p = 0; p < 64; ++p) ASSERT_EQ(runs[p].load(), p < grid ? 1 : 0) << "launch " << it << " grid " << grid << " program " << p;
+  }
+  EXPECT_EQ(bad.load(), 0);
+}
+
 TEST(Teams, SplitStrided) {
   tdist_team_t even = TDIST_TEAM_INVALID;
   int half = (npes() + 1) / 2;
