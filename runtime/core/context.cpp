@@ -244,7 +244,7 @@ void do_init(const tdist_init_attr_t &attr) {
   // When every local PE has a core, spinning is cheapest; when PEs outnumber cores, the PE we
   // wait for may need our core: spin briefly, then yield.
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  s.spin_before_backoff_ns = unsigned(c->cp->local_size()) <= hw ? 50000 : 5000;
+  s.spin_before_backoff_ns = unsigned(c->cp->local_size()) <= hw ? 50000 : 1000;
   c->alloc = std::make_unique<HeapAllocator>(TDIST_HEAP_RESERVED, total);
   c->teams.push_back(Team{true, 0, 1, n, s.my_pe});
   publish(*c);
