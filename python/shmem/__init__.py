@@ -141,12 +141,18 @@ aclshmem_my_pe = my_pe = lambda: tdist.my_pe()  # noqa: E731
 aclshmem_n_pes = n_pes = lambda: tdist.n_pes()  # noqa: E731
 
 
+def _size(value, what, name):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise errors.InvalidParam(f"{what}: {name} must be a non-negative int, got {value!r}", INVALID_PARAM)
+    return value
+
+
 def aclshmem_malloc(size):
-    return tdist.malloc(size)
+    return tdist.malloc(_size(size, "aclshmem_malloc", "size"))
 
 
 def aclshmem_calloc(count, size):
-    return tdist.calloc(count, size)
+    return tdist.calloc(_size(count, "aclshmem_calloc", "count"), _size(size, "aclshmem_calloc", "size"))
 
 
 def aclshmem_free(ptr):
@@ -194,7 +200,14 @@ def _numpy_dtype(dtype):
         except TypeError as e:
             raise errors.InvalidParam(f"create_tensor: {dtype} has no numpy equivalent for CPU ranks ({e})",
                                       INVALID_PARAM) from None
-    return np.dtype(dtype)
+    try:
+        nd = np.dtype(dtype)
+    except TypeError as e:
+        raise errors.InvalidParam(f"create_tensor: {dtype!r} is not a dtype ({e})", INVALID_PARAM) from None
+    if nd.hasobject or nd.itemsize == 0:
+        raise errors.InvalidParam(f"create_tensor: dtype {nd} cannot live in the symmetric heap "
+                                  "(object or zero-size elements)", INVALID_PARAM)
+    return nd
 
 
 class _CudaBytes:
@@ -233,8 +246,13 @@ def aclshmem_create_tensor(shape, dtype, device_id=None):
         nbytes = max(numel * nd.itemsize, 1)
         ptr = tdist.malloc(nbytes)
         import ctypes
-        buf = (ctypes.c_uint8 * nbytes).from_address(ptr)
-        t = np.frombuffer(buf, dtype=np.uint8, count=numel * nd.itemsize).view(nd).reshape(shape)
+        try:
+            buf = (ctypes.c_uint8 * nbytes).from_address(ptr)
+            t = np.frombuffer(buf, dtype=np.uint8, count=numel * nd.itemsize).view(nd).reshape(shape)
+        except Exception as e:  # every PE fails alike (same shape and dtype): free collectively
+            tdist.free(ptr)
+            raise errors.InvalidParam(f"create_tensor: cannot view the heap block as {nd}{shape}: {e}",
+                                      INVALID_PARAM) from None
     _live[ptr] = nbytes
     return t
 

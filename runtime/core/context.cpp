@@ -100,8 +100,7 @@ std::string describe(const CollectiveRecord &r) {
 
 // Gathers `mine` from every PE; throws the same error on every PE when the calls differ or any
 // PE's local verdict is an error. `why` is this PE's local error message (empty when fine).
-std::vector<CollectiveRecord> agree(Context &c, const CollectiveRecord &mine, const std::string &why,
-                                    const char *api) {
+std::vector<CollectiveRecord> agree(Context &c, const CollectiveRecord &mine, const std::string &why) {
   std::string in(reinterpret_cast<const char *>(&mine), sizeof mine);
   in += why.substr(0, 200);
   in.resize(sizeof mine + 200, '\0');
@@ -117,15 +116,15 @@ std::vector<CollectiveRecord> agree(Context &c, const CollectiveRecord &mine, co
                                     (r.op != kOpSplit || r.offset == r0.offset)));
     if (!same)
       TDIST_THROW(TDIST_ERR_COLLECTIVE_MISMATCH,
-                  "%s: collective mismatch: PE 0 called %s as collective call #%llu, PE %zu "
+                  "collective mismatch: PE 0 called %s as collective call #%llu, PE %zu "
                   "called %s as call #%llu (every PE must make the same calls in the same order)",
-                  api, describe(r0).c_str(), (unsigned long long)r0.seq, pe, describe(r).c_str(),
+                  describe(r0).c_str(), (unsigned long long)r0.seq, pe, describe(r).c_str(),
                   (unsigned long long)r.seq);
   }
   for (size_t pe = 0; pe < recs.size(); ++pe)
     if (recs[pe].status != TDIST_SUCCESS) {
       std::string msg(all[pe].data() + sizeof mine);
-      TDIST_THROW(recs[pe].status, "%s failed on PE %zu: %s", api, pe, msg.c_str());
+      TDIST_THROW(recs[pe].status, "failed on PE %zu: %s", pe, msg.c_str());
     }
   return recs;
 }
@@ -159,10 +158,10 @@ void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) 
     // peer's first put cannot be wiped by a late memset. The range is free memory either way.
     if (op == kOpCalloc) c.transport->zero(*off, size);
   }
-  auto recs = agree(c, rec, why, api);
+  auto recs = agree(c, rec, why);
   for (size_t pe = 0; pe < recs.size(); ++pe)
     TDIST_CHECK(recs[pe].offset == rec.offset, TDIST_ERR_INNER,
-                "%s: heaps diverged: PE %zu got offset %lld, PE %d got %lld", api, pe,
+                "heaps diverged: PE %zu got offset %lld, PE %d got %lld", pe,
                 (long long)recs[pe].offset, c.state.my_pe, (long long)rec.offset);
   c.alloc->commit(*off, size);
   return static_cast<char *>(c.state.heap_base) + *off;
@@ -438,7 +437,7 @@ int tdist_free(void *ptr) {
         }
       }
     }
-    agree(c, rec, why, "tdist_free");
+    agree(c, rec, why);
     if (ptr) c.alloc->release(size_t(rec.offset));
   });
 }
@@ -541,7 +540,7 @@ int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int siz
     }
     // Only parent members take part; with the world as the only parent used so far, that is
     // every PE. Splits of sub-teams need all world PEs to call as well (documented).
-    agree(c, rec, why, "tdist_team_split_strided");
+    agree(c, rec, why);
     Team t;
     t.valid = true;
     t.start = p.start + start * p.stride;
