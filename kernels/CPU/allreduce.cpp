@@ -201,12 +201,10 @@ int AllReduce::create(const AllReduceConfig &cfg, std::unique_ptr<AllReduce> *ou
   size_t bytes = size_t(cfg.max_elems * es);
   if (cfg.algo == AllReduceAlgo::ring) bytes += size_t((W - 1) * chunk_cap * es);
   k->work_ = static_cast<unsigned char *>(detail::sym_alloc(bytes, "AllReduce work buffer"));
-  if (!k->work_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
+  if (!k->work_) return detail::alloc_status();
   if (cfg.algo == AllReduceAlgo::ring && W > 1) {
-    k->signal_bytes_ = detail::slot_bytes(2 * (W - 1) * (cfg.grid ? cfg.grid : kAutoGridMax));
-    k->signals_ = static_cast<int64_t *>(detail::sym_alloc(k->signal_bytes_, "AllReduce signals"));
-    if (!k->signals_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
-    std::memset(k->signals_, 0, k->signal_bytes_);
+    k->signals_ = detail::sym_alloc_signals(2 * (W - 1) * (cfg.grid ? cfg.grid : kAutoGridMax), "AllReduce signals", &k->signal_bytes_);
+    if (!k->signals_) return detail::alloc_status();
   }
   *out = std::move(k);
   return TDIST_SUCCESS;

@@ -328,17 +328,15 @@ int AllToAll::create(const AllToAllConfig &cfg_in, std::unique_ptr<AllToAll> *ou
   }
   if (stage_bytes) {
     k->stage_ = static_cast<unsigned char *>(detail::sym_alloc(stage_bytes, "AllToAll staging"));
-    if (!k->stage_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
+    if (!k->stage_) return detail::alloc_status();
   }
   if (n_slots) {
-    k->signal_bytes_ = detail::slot_bytes(n_slots);
-    k->signals_ = static_cast<int64_t *>(detail::sym_alloc(k->signal_bytes_, "AllToAll signals"));
-    if (!k->signals_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
-    std::memset(k->signals_, 0, k->signal_bytes_);
+    k->signals_ = detail::sym_alloc_signals(n_slots, "AllToAll signals", &k->signal_bytes_);
+    if (!k->signals_) return detail::alloc_status();
   }
   if (cfg.variant == A2AVariant::direct) {
     k->direct_out_ = detail::sym_alloc(size_t(k->out_elems() * es), "AllToAll direct output");
-    if (!k->direct_out_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
+    if (!k->direct_out_) return detail::alloc_status();
   }
   k->sym_bytes_ = stage_bytes + k->signal_bytes_ + (k->direct_out_ ? size_t(k->out_elems() * es) : 0);
   *out = std::move(k);

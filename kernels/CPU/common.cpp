@@ -39,6 +39,16 @@ void *sym_alloc(size_t bytes, const char *what) {
   return p;
 }
 
+int64_t *sym_alloc_signals(int64_t n_slots, const char *what, size_t *bytes) {
+  *bytes = slot_bytes(n_slots);
+  auto *p = static_cast<int64_t *>(tdist_calloc(*bytes ? *bytes : 1, 1));
+  if (!p) {
+    int st = tdist_last_error();
+    fail_runtime(what, st ? st : TDIST_ERR_MALLOC_FAILED);
+  }
+  return p;
+}
+
 void sym_free(void *p) {
   if (p) (void)tdist_free(p);
 }

@@ -34,6 +34,10 @@ inline size_t slot_bytes(int64_t n_slots) { return size_t(n_slots) * TDIST_SIGNA
 
 /** Collective symmetric allocation; on failure records the runtime's message. */
 void *sym_alloc(size_t bytes, const char *what);
+/** `n_slots` zeroed signal slots (tdist_calloc: every PE has zeroed before any PE returns). */
+int64_t *sym_alloc_signals(int64_t n_slots, const char *what, size_t *bytes);
+/** The status to return after a failed sym_alloc / sym_alloc_signals. */
+inline int alloc_status() { return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED; }
 void sym_free(void *p);
 
 /** The seed's host protocol: zero this PE's `signal_bytes` at `signals`, host barrier, launch

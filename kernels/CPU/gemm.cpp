@@ -176,11 +176,9 @@ int AgGemm::create(const AgGemmConfig &cfg_in, std::unique_ptr<AgGemm> *out) {
   k->world_ = tdist_n_pes();
   const int64_t es = int64_t(dtype_size(cfg.dtype));
   k->gathered_ = static_cast<unsigned char *>(detail::sym_alloc(size_t(k->world_ * cfg.m * cfg.k * es), "AgGemm gathered A"));
-  if (!k->gathered_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
-  k->signal_bytes_ = detail::slot_bytes(k->world_ * cdiv(cfg.m, cfg.block_m));
-  k->signals_ = static_cast<int64_t *>(detail::sym_alloc(k->signal_bytes_, "AgGemm signals"));
-  if (!k->signals_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
-  std::memset(k->signals_, 0, k->signal_bytes_);
+  if (!k->gathered_) return detail::alloc_status();
+  k->signals_ = detail::sym_alloc_signals(k->world_ * cdiv(cfg.m, cfg.block_m), "AgGemm signals", &k->signal_bytes_);
+  if (!k->signals_) return detail::alloc_status();
   *out = std::move(k);
   return TDIST_SUCCESS;
 }
@@ -236,11 +234,9 @@ int GemmRs::create(const GemmRsConfig &cfg_in, std::unique_ptr<GemmRs> *out) {
   k->world_ = tdist_n_pes();
   k->staging_ = static_cast<unsigned char *>(
       detail::sym_alloc(size_t(k->world_ * cfg.m * cfg.n) * acc_size(cfg.dtype), "GemmRs staging"));
-  if (!k->staging_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
-  k->signal_bytes_ = detail::slot_bytes(k->world_ * cdiv(cfg.m, cfg.block_m));
-  k->signals_ = static_cast<int64_t *>(detail::sym_alloc(k->signal_bytes_, "GemmRs signals"));
-  if (!k->signals_) return tdist_last_error() ? tdist_last_error() : TDIST_ERR_MALLOC_FAILED;
-  std::memset(k->signals_, 0, k->signal_bytes_);
+  if (!k->staging_) return detail::alloc_status();
+  k->signals_ = detail::sym_alloc_signals(k->world_ * cdiv(cfg.m, cfg.block_m), "GemmRs signals", &k->signal_bytes_);
+  if (!k->signals_) return detail::alloc_status();
   *out = std::move(k);
   return TDIST_SUCCESS;
 }
