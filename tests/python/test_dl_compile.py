@@ -49,12 +49,25 @@ def test_producer_consumer_ptx(compile_ptx):
 def test_consume_token_orders_load_after_wait(compile_ptx):
     b = body(compile_ptx(producer_consumer, SIG, {"N": 256}))
     wait_end = b.index("tdw_done:")
-    token_mov = re.search(r"mov\.b64 (%rd\d+), %rd\d+; // consume_token", b)
+    # consume_token is a zero made by inline asm that reads the wait's token register
+    token_mov = re.search(r"mov\.b64 (%rd\d+), 0; // consume_token %r\d+", b)
     assert token_mov and token_mov.start() > wait_end
     # the consumer's load address is computed from the consume_token result
-    reg = token_mov.group(1)
+    # (data flow: every register computed from it, transitively, in program order)
+    derived = {token_mov.group(1)}
     after = b[token_mov.end():]
-    assert re.search(rf"add\.s64\s+\S+, {reg}, ", after), after[:400]
+    loads = []
+    for line in after.splitlines():
+        m = re.match(r"\s*(?:@%p\d+ )?([a-z][\w.]*)\s+(.*);", line)
+        if not m:
+            continue
+        op, args = m.group(1), [a.strip() for a in re.split(r",\s*(?![^{]*})", m.group(2))]
+        used = set(re.findall(r"%rd\d+", " ".join(args[1:] if not op.startswith("st") else args)))
+        if op.startswith("ld.global") and used & derived:
+            loads.append(line)
+        elif used & derived and args and re.fullmatch(r"%rd\d+", args[0]):
+            derived.add(args[0])
+    assert loads, after[:600]
 
 
 @triton.jit

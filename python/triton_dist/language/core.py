@@ -274,12 +274,34 @@ def wait(barrierPtrs, numBarriers, scope="gpu", semantic="acquire", waitValue=1,
     return status
 
 
+# Alignment the compiler may assume for the zero that consume_token adds and for the heap delta that
+# symm_at adds (both are multiples of this many elements: 0 trivially, the delta because every heap
+# base is aligned to the allocation granularity, 2 MiB). Without it Triton's axis analysis sees an
+# opaque inline-asm / extern result and falls back to 2-byte scalar loads and stores.
+_KNOWN_ALIGN_ELEMS = 16
+
+
+def _opaque_zero(token, dtype, _semantic):
+    """0 of ``dtype``, computed by inline asm that reads ``token``: adding it to a value makes the
+    value depend on the wait that produced the token, while the axis analysis still knows it is a
+    constant multiple of anything (so contiguity and alignment of the value survive)."""
+    bits = dtype.primitive_bitwidth
+    c = "r" if bits == 32 else "l"
+    z = _inline_asm(f"mov.b{bits} $0, 0; // consume_token $1", f"={c},r", [token], dtype, _semantic)
+    z = _semantic.multiple_of(z, [_KNOWN_ALIGN_ELEMS] * max(1, len(z.shape)))
+    if z.type.is_block():
+        z = _semantic.max_constancy(z, list(z.shape))
+    return z
+
+
 @tlc.builtin
 def consume_token(value, token, _semantic=None):
     """Return ``value`` (a pointer, a block of pointers, or an integer) made dependent on ``token``.
 
-    At run time it is the identity. In the IR it is a side-effecting inline asm that reads the
-    token, so loads through the result cannot be moved above the wait that produced the token.
+    At run time it is the identity. In the IR the result is ``value + z`` where ``z`` is a zero
+    produced by a side-effecting inline asm that reads the token, so loads through the result cannot
+    be moved above the wait that produced the token; ``z`` is known to be a constant multiple of 16,
+    so the result keeps the contiguity and alignment of ``value`` (vectorised loads stay vectorised).
     """
     what = "dl.consume_token"
     _require_cuda(what, _semantic)
@@ -290,13 +312,9 @@ def consume_token(value, token, _semantic=None):
     tok = _semantic.cast(tok, tl.int32)
     sca = x.type.scalar
     if sca.is_ptr():
-        as_int = _to_i64(x, _semantic)
-        out = _inline_asm("mov.b64 $0, $1; // consume_token $2", "=l,l,r", [as_int, tok], tl.int64, _semantic)
-        return _semantic.cast(out, x.type)
+        return _semantic.add(x, _opaque_zero(tok, tl.int64, _semantic), True)
     if sca.is_int() and sca.primitive_bitwidth in (32, 64):
-        c = "r" if sca.primitive_bitwidth == 32 else "l"
-        return _inline_asm(f"mov.b{sca.primitive_bitwidth} $0, $1; // consume_token $2", f"={c},{c},r", [x, tok],
-                           sca, _semantic)
+        return _semantic.add(x, _opaque_zero(tok, sca, _semantic), True)
     raise DistributedError(f"{what}: value must be a pointer or a 32/64-bit integer, got {x.type}")
 
 
@@ -332,6 +350,11 @@ def symm_at(ptr, rank, _semantic=None):
     ``p2p_heap_base[rank] + (ptr - heap_base)`` (seed 000 section 5.3). A pointer outside the
     symmetric heap gives a sticky device fault (TDIST_ERR_INVALID_PARAM) and NULL; host code can
     check arguments beforehand with ``shmem.check_symmetric``.
+
+    For a scalar pointer the result is built as ``ptr + delta`` with ``delta`` (the heap distance,
+    in elements) known to be a multiple of 16, so offsets added afterwards keep their contiguity and
+    alignment: translate a scalar base, then add the tile's offsets, for vectorised remote access.
+    A block of pointers is translated element by element.
     """
     what = "dl.symm_at"
     _require_cuda(what, _semantic)
@@ -339,7 +362,14 @@ def symm_at(ptr, rank, _semantic=None):
     if not p.type.scalar.is_ptr():
         raise DistributedError(f"{what}: expected a pointer, got {p.type}")
     out = _symm_at_i64(p, rank, _semantic)
-    return _semantic.cast(out, p.type)
+    if p.type.is_block():
+        return _semantic.cast(out, p.type)
+    elem_bytes = max(1, p.type.element_ty.primitive_bitwidth // 8)
+    delta = _semantic.sub(out, _to_i64(p, _semantic), True)
+    if elem_bytes > 1:
+        delta = _semantic.floordiv(delta, elem_bytes)
+    delta = _semantic.multiple_of(delta, [_KNOWN_ALIGN_ELEMS])
+    return _semantic.add(p, delta, True)
 
 
 def check_notify_dtype(dtype_name: str, sig_op: str, platform: str) -> None:
