@@ -177,8 +177,63 @@ def barrier_all_on_stream(stream=None):
     tdist.cuda_barrier_all_on_stream(int(handle))
 
 
+def _stream_handle(stream):
+    if stream is None:
+        import torch
+        stream = torch.cuda.current_stream()
+    return int(getattr(stream, "cuda_stream", stream))
+
+
+def _addr_bytes(t, what, name):
+    if isinstance(t, int):
+        return t, None
+    return data_ptr(t), (t.numel() * t.element_size() if hasattr(t, "element_size") else t.nbytes)
+
+
+def putmem_on_stream(dst, src, pe, stream=None, nbytes=None):
+    """SDMA engine: copy ``src`` (any device tensor) into symmetric ``dst`` on PE ``pe`` with the copy
+    engine, in order on ``stream`` (default: torch's current stream). ``nbytes`` defaults to the
+    size of ``src`` and may not exceed either tensor."""
+    d, dn = _addr_bytes(dst, "putmem_on_stream", "dst")
+    s, sn = _addr_bytes(src, "putmem_on_stream", "src")
+    n = sn if nbytes is None else _size(nbytes, "putmem_on_stream", "nbytes")
+    if n is None:
+        raise errors.InvalidParam("putmem_on_stream: nbytes is required when src is an address", INVALID_PARAM)
+    for name, have in (("dst", dn), ("src", sn)):
+        if have is not None and n > have:
+            raise errors.InvalidParam(f"putmem_on_stream: {n} bytes do not fit in {name} ({have} bytes)",
+                                      INVALID_PARAM)
+    tdist.cuda_putmem_on_stream(d, s, n, int(pe), _stream_handle(stream))
+
+
+def signal_op_on_stream(sig, value, pe, sig_op="set", stream=None):
+    """Set the symmetric int64 signal slot ``sig`` (a tensor: its first element, or an address) on PE
+    ``pe`` to ``value`` after everything earlier on ``stream``, without an SM (the GPU's stream
+    memory operations). Only ``sig_op="set"`` has a stream form."""
+    ops = {"set": tdist.SIGNAL_SET, "add": tdist.SIGNAL_ADD}
+    if sig_op not in ops:
+        raise errors.InvalidParam(f"signal_op_on_stream: sig_op={sig_op!r} is not 'set' or 'add'", INVALID_PARAM)
+    addr, _ = _addr_bytes(sig, "signal_op_on_stream", "sig")
+    tdist.cuda_signal_on_stream(addr, int(value), ops[sig_op], int(pe), _stream_handle(stream))
+
+
+def signal_wait_until_on_stream(sig, cmp, value, stream=None):
+    """Later work on ``stream`` waits until this PE's signal slot ``sig`` satisfies ``cmp`` ("eq" or
+    "ge") ``value``."""
+    cmps = {"eq": tdist.CMP_EQ, "ne": tdist.CMP_NE, "gt": tdist.CMP_GT, "ge": tdist.CMP_GE, "lt": tdist.CMP_LT,
+            "le": tdist.CMP_LE}
+    if cmp not in cmps:
+        raise errors.InvalidParam(f"signal_wait_until_on_stream: cmp={cmp!r} is not one of {sorted(cmps)}",
+                                  INVALID_PARAM)
+    addr, _ = _addr_bytes(sig, "signal_wait_until_on_stream", "sig")
+    tdist.cuda_signal_wait_until_on_stream(addr, cmps[cmp], int(value), _stream_handle(stream))
+
+
 aclshmem_barrier_all = barrier_all
 aclshmemx_barrier_all_on_stream = barrier_all_on_stream
+aclshmemx_putmem_on_stream = putmem_on_stream
+aclshmemx_signal_op_on_stream = signal_op_on_stream
+aclshmemx_signal_wait_until_on_stream = signal_wait_until_on_stream
 
 
 # ---- tensors on the heap ----

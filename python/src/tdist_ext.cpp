@@ -361,4 +361,14 @@ NB_MODULE(_C, m) {
             reinterpret_cast<void *>(stream)),
           "tdist_cuda_getmem_on_stream");
   });
+  m.def("cuda_signal_on_stream", [](uintptr_t sig, uint64_t value, int op, int pe, uintptr_t stream) {
+    auto f = require_cuda_sym<int (*)(void *, uint64_t, int, int, void *)>("tdist_cuda_signal_on_stream");
+    check(f(reinterpret_cast<void *>(sig), value, op, pe, reinterpret_cast<void *>(stream)),
+          "tdist_cuda_signal_on_stream");
+  });
+  m.def("cuda_signal_wait_until_on_stream", [](uintptr_t sig, int cmp, uint64_t value, uintptr_t stream) {
+    auto f = require_cuda_sym<int (*)(void *, int, uint64_t, void *)>("tdist_cuda_signal_wait_until_on_stream");
+    check(f(reinterpret_cast<void *>(sig), cmp, value, reinterpret_cast<void *>(stream)),
+          "tdist_cuda_signal_wait_until_on_stream");
+  });
 }

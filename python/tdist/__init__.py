@@ -96,3 +96,9 @@ cuda_check_fault = _C.cuda_check_fault
 cuda_barrier_all_on_stream = _C.cuda_barrier_all_on_stream
 cuda_putmem_on_stream = _C.cuda_putmem_on_stream
 cuda_getmem_on_stream = _C.cuda_getmem_on_stream
+cuda_signal_on_stream = _C.cuda_signal_on_stream
+cuda_signal_wait_until_on_stream = _C.cuda_signal_wait_until_on_stream
+
+# signal operations and comparisons of the device ABI (include/tdist/abi.h)
+SIGNAL_SET, SIGNAL_ADD = 1, 2
+CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE = range(6)

@@ -48,7 +48,9 @@ namespace tdist::cu {
   X(cuStreamSynchronize)             \
   X(cuStreamCreate)                  \
   X(cuStreamDestroy)                 \
-  X(cuMemcpyHtoDAsync)
+  X(cuMemcpyHtoDAsync)               \
+  X(cuStreamWriteValue64)            \
+  X(cuStreamWaitValue64)
 
 struct Driver {
 #define TDIST_CU_MEMBER(name) decltype(&::name) name = nullptr;

@@ -435,4 +435,42 @@ TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t 
   });
 }
 
+TDIST_EXPORT int tdist_cuda_signal_on_stream(void *sig_addr, uint64_t value, int sig_op, int pe,
+                                             void *stream) {
+  return c_boundary("tdist_cuda_signal_on_stream", [&] {
+    TDIST_CHECK(sig_op == TDIST_SIGNAL_SET || sig_op == TDIST_SIGNAL_ADD, TDIST_ERR_INVALID_PARAM,
+                "tdist_cuda_signal_on_stream: sig_op %d is neither TDIST_SIGNAL_SET (1) nor "
+                "TDIST_SIGNAL_ADD (2)", sig_op);
+    TDIST_CHECK(sig_op == TDIST_SIGNAL_SET, TDIST_ERR_NOT_SUPPORTED,
+                "tdist_cuda_signal_on_stream: TDIST_SIGNAL_ADD has no stream form (the driver offers "
+                "no stream atomic add); use the device-side signal_op");
+    TDIST_CHECK((uintptr_t(sig_addr) & 7) == 0, TDIST_ERR_INVALID_PARAM,
+                "tdist_cuda_signal_on_stream: signal slot %p is not 8-byte aligned", sig_addr);
+    CudaTransport &t = active("tdist_cuda_signal_on_stream");
+    t.make_current();
+    CUdeviceptr to = t.translate(sig_addr, 8, pe, "tdist_cuda_signal_on_stream");
+    TDIST_CU(t.drv(), cuStreamWriteValue64(static_cast<CUstream>(stream), to, cuuint64_t(value),
+                                           CU_STREAM_WRITE_VALUE_DEFAULT));
+  });
+}
+
+TDIST_EXPORT int tdist_cuda_signal_wait_until_on_stream(void *sig_addr, int cmp, uint64_t value,
+                                                        void *stream) {
+  return c_boundary("tdist_cuda_signal_wait_until_on_stream", [&] {
+    TDIST_CHECK(cmp >= TDIST_CMP_EQ && cmp <= TDIST_CMP_LE, TDIST_ERR_INVALID_PARAM,
+                "tdist_cuda_signal_wait_until_on_stream: comparison %d is not a tdist_cmp_t (0..5)", cmp);
+    TDIST_CHECK(cmp == TDIST_CMP_EQ || cmp == TDIST_CMP_GE, TDIST_ERR_NOT_SUPPORTED,
+                "tdist_cuda_signal_wait_until_on_stream: comparison %d has no stream form (only "
+                "TDIST_CMP_EQ and TDIST_CMP_GE); wait in a kernel instead", cmp);
+    TDIST_CHECK((uintptr_t(sig_addr) & 7) == 0, TDIST_ERR_INVALID_PARAM,
+                "tdist_cuda_signal_wait_until_on_stream: signal slot %p is not 8-byte aligned",
+                sig_addr);
+    CudaTransport &t = active("tdist_cuda_signal_wait_until_on_stream");
+    t.make_current();
+    CUdeviceptr at = t.translate(sig_addr, 8, tdist_my_pe(), "tdist_cuda_signal_wait_until_on_stream");
+    unsigned flags = cmp == TDIST_CMP_EQ ? CU_STREAM_WAIT_VALUE_EQ : CU_STREAM_WAIT_VALUE_GEQ;
+    TDIST_CU(t.drv(), cuStreamWaitValue64(static_cast<CUstream>(stream), at, cuuint64_t(value), flags));
+  });
+}
+
 }  // extern "C"

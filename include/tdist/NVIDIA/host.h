@@ -52,6 +52,22 @@ TDIST_EXPORT int tdist_cuda_putmem_on_stream(void *dst, const void *src, size_t 
 TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t nbytes, int pe,
                                              void *stream);
 
+/** Stream signals (no SM involved: the GPU's front end performs them in stream order, so they make
+ *  progress even while persistent kernels occupy every SM).
+ *  signal: after every earlier operation on `stream` (a fence first), set the 8-byte-aligned
+ *  symmetric int64/uint64 slot `sig_addr` on PE `pe` to `value`. Only TDIST_SIGNAL_SET is offered
+ *  (the driver has no stream atomic add): TDIST_SIGNAL_ADD returns TDIST_ERR_NOT_SUPPORTED; use
+ *  the device-side signal_op for counters.
+ *  wait: later work on `stream` starts once this PE's slot `sig_addr` satisfies `cmp` `value`.
+ *  TDIST_CMP_EQ, and TDIST_CMP_GE (the driver's wrapping compare: (int64)(*sig - value) >= 0, the
+ *  same as >= while the two values are less than 2^63 apart); any other predicate returns
+ *  TDIST_ERR_NOT_SUPPORTED. The wait is not bounded by tdist: bound it by the kernel-side waits
+ *  of whoever sets the slot. */
+TDIST_EXPORT int tdist_cuda_signal_on_stream(void *sig_addr, uint64_t value, int sig_op, int pe,
+                                             void *stream);
+TDIST_EXPORT int tdist_cuda_signal_wait_until_on_stream(void *sig_addr, int cmp, uint64_t value,
+                                                        void *stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
