@@ -36,6 +36,9 @@ def _percentage(n_ranks, n_gpus):
 
 
 def _count_gpus():
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:  # the GPUs this job's ranks (and the daemon it starts) will see
+        return len([d for d in vis.split(",") if d.strip() != ""])
     try:
         r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
         return len([l for l in r.stdout.splitlines() if l.startswith("GPU ")])

@@ -54,81 +54,104 @@ def worst(t):
     return max(float.fromhex(bytes(got[i:i + 32]).decode().strip()) for i in range(0, len(got), 32))
 
 
-def bench_a2a(me, W, res, reps):
-    S, H, D = 4096 // W, 8, 1024
+def _nccl():
+    import torch.distributed as dist
+    return dist if dist.is_initialized() else None
+
+
+def bench_a2a(me, W, res, reps, sizes_mb):
     dt = torch.bfloat16
-    a = torch.randn(S * W, H, D, device="cuda").to(dt)
-    nbytes = a.numel() * a.element_size()
-    src = torch.randn(nbytes // 2, device="cuda").to(dt)
-    dst = torch.empty_like(src)
-    t_copy = worst(timed(lambda: dst.copy_(src), reps))
-    out_ref = torch.empty(S, H * W, D, device="cuda", dtype=dt)
-    t_torch = worst(timed(lambda: out_ref.copy_(a.view(W, S, H, D).transpose(0, 1).reshape(S, W * H, D)), reps))
-    res["a2a"] = {"shape": [S * W, H, D], "dtype": "bfloat16", "bytes_per_rank": nbytes, "ranks": W,
-                  "copy_s": t_copy, "copy_GBps_rw": 2 * nbytes / t_copy / 1e9,
-                  "torch_local_permute_s": t_torch}
-    for variant in ("mte", "bulk", "wait_notify"):
-        out = torch.empty(S, H * W, D, device="cuda", dtype=dt)
-        t = worst(timed(lambda: ops.reverse_all_to_all(a, variant=variant, out=out), reps))
-        res["a2a"][variant] = {"s": t, "GBps_rw": 2 * nbytes / t / 1e9, "vs_copy_ceiling": t_copy / t,
-                               "vs_torch_local": t_torch / t}
-    x = torch.randn(S, H * W, D, device="cuda").to(dt)
-    t = worst(timed(lambda: ops.dispatch_all_to_all(x), reps))
-    res["dispatch_a2a"] = {"s": t, "vs_copy_ceiling": t_copy / t}
+    H, D = 8, 1024
+    dist = _nccl()
+    res["a2a"] = []
+    for mb in sizes_mb:
+        S = max(1, int(mb * 2**20) // (2 * H * D * W))
+        a = torch.randn(S * W, H, D, device="cuda").to(dt)
+        nbytes = a.numel() * a.element_size()
+        src = torch.randn(nbytes // 2, device="cuda").to(dt)
+        dst = torch.empty_like(src)
+        t_copy = worst(timed(lambda: dst.copy_(src), reps))
+        out_ref = torch.empty(S, H * W, D, device="cuda", dtype=dt)
+        t_torch = worst(timed(lambda: out_ref.copy_(a.view(W, S, H, D).transpose(0, 1).reshape(S, W * H, D)), reps))
+        row = {"shape": [S * W, H, D], "dtype": "bfloat16", "bytes_per_rank": nbytes, "ranks": W,
+               "copy_s": t_copy, "copy_GBps_rw": 2 * nbytes / t_copy / 1e9, "torch_local_permute_s": t_torch}
+        if dist is not None:
+            flat = a.view(-1)
+            o = torch.empty_like(flat)
+            row["nccl_all_to_all_single_s"] = worst(timed(lambda: dist.all_to_all_single(o, flat), reps))
+        sym = ash.aclshmem_create_tensor([S, H * W, D], dt)
+        for variant in ("direct", "mte", "bulk", "wait_notify"):
+            out = sym if variant == "direct" else torch.empty(S, H * W, D, device="cuda", dtype=dt)
+            t = worst(timed(lambda: ops.reverse_all_to_all(a, variant=variant, out=out), reps))
+            row[variant] = {"s": t, "GBps_rw": 2 * nbytes / t / 1e9, "vs_copy_ceiling": t_copy / t,
+                            "vs_torch_local": t_torch / t}
+            if dist is not None:
+                row[variant]["vs_nccl"] = row["nccl_all_to_all_single_s"] / t
+        x = torch.randn(S, H * W, D, device="cuda").to(dt)
+        t = worst(timed(lambda: ops.dispatch_all_to_all(x), reps))
+        row["dispatch_staged"] = {"s": t, "vs_copy_ceiling": t_copy / t}
+        dsym = ash.aclshmem_create_tensor([S * W, H, D], dt)
+        t = worst(timed(lambda: ops.dispatch_all_to_all(x, out=dsym, variant="direct"), reps))
+        row["dispatch_direct"] = {"s": t, "vs_copy_ceiling": t_copy / t}
+        if dist is not None:
+            for k in ("dispatch_staged", "dispatch_direct"):
+                row[k]["vs_nccl"] = row["nccl_all_to_all_single_s"] / row[k]["s"]
+        ash.aclshmem_free_tensor(dsym)
+        ash.aclshmem_free_tensor(sym)
+        ops.release()
+        res["a2a"].append(row)
 
 
-def bench_gemm(me, W, res, reps):
+def bench_gemm(me, W, res, reps, shapes):
     dt = torch.bfloat16
-    M, K, N = 4096 // W, 4096, 4096
-    a = torch.randn(M, K, device="cuda").to(dt)
-    b = torch.randn(K, N, device="cuda").to(dt)
-    full = torch.randn(W * M, K, device="cuda").to(dt)
-    t_mm = worst(timed(lambda: torch.matmul(full, b), reps))
-    t_ag = worst(timed(lambda: ops.ag_gemm(a, b), reps))
-    flops = 2.0 * W * M * K * N
-    res["ag_gemm"] = {"M_per_rank": M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm, "fused_s": t_ag,
-                      "ratio_vs_matmul": t_ag / t_mm, "fused_TFLOPs_per_rank": flops / t_ag / 1e12}
-    a2 = torch.randn(W * M, K, device="cuda").to(dt)
-    t_mm2 = worst(timed(lambda: torch.matmul(a2, b), reps))
-    t_rs = worst(timed(lambda: ops.gemm_rs(a2, b), reps))
-    res["gemm_rs"] = {"M": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm2, "fused_s": t_rs,
-                      "ratio_vs_matmul": t_rs / t_mm2}
+    dist = _nccl()
+    res["ag_gemm"], res["gemm_rs"] = [], []
+    for (Mt, K, N) in shapes:
+        M = Mt // W
+        a = torch.randn(M, K, device="cuda").to(dt)
+        b = torch.randn(K, N, device="cuda").to(dt)
+        full = torch.randn(W * M, K, device="cuda").to(dt)
+        t_mm = worst(timed(lambda: torch.matmul(full, b), reps))
+        t_ag = worst(timed(lambda: ops.ag_gemm(a, b), reps))
+        flops = 2.0 * W * M * K * N
+        row = {"M_total": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm, "fused_s": t_ag,
+               "ratio_vs_matmul": t_ag / t_mm, "fused_TFLOPs_per_rank": flops / t_ag / 1e12}
+        if dist is not None:
+            g = torch.empty(W * M, K, device="cuda", dtype=dt)
+            t_seq = worst(timed(lambda: (dist.all_gather_into_tensor(g, a), torch.matmul(g, b)), reps))
+            row["nccl_ag_then_cublas_s"] = t_seq
+            row["speedup_vs_nccl_seq"] = t_seq / t_ag
+        res["ag_gemm"].append(row)
+        a2 = torch.randn(W * M, K, device="cuda").to(dt)
+        t_mm2 = worst(timed(lambda: torch.matmul(a2, b), reps))
+        t_rs = worst(timed(lambda: ops.gemm_rs(a2, b), reps))
+        row = {"M": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm2, "fused_s": t_rs,
+               "ratio_vs_matmul": t_rs / t_mm2}
+        if dist is not None:
+            r = torch.empty(M, N, device="cuda", dtype=dt)
+            t_seq = worst(timed(lambda: dist.reduce_scatter_tensor(r, torch.matmul(a2, b)), reps))
+            row["cublas_then_nccl_rs_s"] = t_seq
+            row["speedup_vs_nccl_seq"] = t_seq / t_rs
+        res["gemm_rs"].append(row)
+        ops.release()
 
 
-def bench_ar(me, W, res, reps):
+def bench_ar(me, W, res, reps, sizes):
+    dist = _nccl()
     res["all_reduce"] = {}
-    for nbytes in (256 << 10, 64 << 20):
-        x = torch.randn(nbytes // 2, device="cuda").to(torch.bfloat16)
+    for nbytes in sizes:
+        x = torch.randn(max(1, nbytes // 2), device="cuda").to(torch.bfloat16)
         row = {}
         for variant in ("one_shot", "two_shot", "ring"):
             t = worst(timed(lambda: ops.all_reduce(x, variant=variant), reps))
             row[variant] = {"s": t, "busbw_GBps": 2 * (W - 1) / W * nbytes / t / 1e9}
+        if dist is not None:
+            y = x.clone()
+            row["nccl_s"] = worst(timed(lambda: dist.all_reduce(y), reps))
+            for variant in ("one_shot", "two_shot", "ring"):
+                row[variant]["vs_nccl_latency"] = row[variant]["s"] / row["nccl_s"]
         res["all_reduce"][str(nbytes)] = row
-
-
-def bench_nccl(me, W, res, reps):
-    import torch.distributed as dist
-    dist.init_process_group("nccl", rank=me, world_size=W, device_id=torch.device("cuda", me))
-    dt = torch.bfloat16
-    S, H, D = 4096 // W, 8, 1024
-    a = torch.randn(S * W * H * D, device="cuda").to(dt)
-    o = torch.empty_like(a)
-    t = timed(lambda: dist.all_to_all_single(o, a), reps)
-    res["nccl"] = {"all_to_all_single_s": t}
-    if "a2a" in res:
-        for v in ("mte", "bulk", "wait_notify"):
-            res["a2a"][v]["vs_nccl"] = t / res["a2a"][v]["s"]
-    M, K, N = 4096 // W, 4096, 4096
-    x = torch.randn(M, K, device="cuda").to(dt)
-    b = torch.randn(K, N, device="cuda").to(dt)
-    g = torch.empty(W * M, K, device="cuda", dtype=dt)
-    res["nccl"]["ag_then_matmul_s"] = timed(lambda: (dist.all_gather_into_tensor(g, x), torch.matmul(g, b)), reps)
-    a2 = torch.randn(W * M, K, device="cuda").to(dt)
-    r = torch.empty(M, N, device="cuda", dtype=dt)
-    res["nccl"]["matmul_then_rs_s"] = timed(lambda: dist.reduce_scatter_tensor(r, torch.matmul(a2, b)), reps)
-    y = torch.randn(32 << 20, device="cuda").to(dt)
-    res["nccl"]["all_reduce_64MB_s"] = timed(lambda: dist.all_reduce(y), reps)
-    dist.destroy_process_group()
+        ops.release()
 
 
 def main():
@@ -136,6 +159,11 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--ops", default="a2a,gemm,ar")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--a2a-mb", default="64", help="all-to-all sizes per rank, MiB, comma-separated")
+    ap.add_argument("--gemm-shapes", default="4096x4096x4096",
+                    help="GEMM shapes MtotalxKxN, comma-separated (e.g. 8192x8192x3584)")
+    ap.add_argument("--ar-bytes", default="4096,65536,262144,67108864")
+    ap.add_argument("--no-nccl", action="store_true")
     args = ap.parse_args()
     me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
@@ -144,11 +172,18 @@ def main():
     res = {"ranks": W, "gpus": torch.cuda.device_count(), "device": torch.cuda.get_device_name(),
            "sm_budget_per_rank": ops.sm_budget(), "mps_pct": os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")}
     wanted = args.ops.split(",")
-    for name, fn in (("a2a", bench_a2a), ("gemm", bench_gemm), ("ar", bench_ar)):
-        if name in wanted:
-            fn(me, W, res, args.reps)
-    if torch.cuda.device_count() >= W > 1 and "nccl" in wanted:
-        bench_nccl(me, W, res, args.reps)
+    if torch.cuda.device_count() >= W > 1 and not args.no_nccl:
+        import torch.distributed as dist
+        dist.init_process_group("nccl", rank=me, world_size=W, device_id=torch.device("cuda", me))
+        res["nccl"] = True
+    if "a2a" in wanted:
+        bench_a2a(me, W, res, args.reps, [float(x) for x in args.a2a_mb.split(",")])
+    if "gemm" in wanted:
+        bench_gemm(me, W, res, args.reps, [tuple(int(v) for v in sh.split("x")) for sh in args.gemm_shapes.split(",")])
+    if "ar" in wanted:
+        bench_ar(me, W, res, args.reps, [int(x) for x in args.ar_bytes.split(",")])
+    if _nccl() is not None:
+        _nccl().destroy_process_group()
     ops.release()
     ash.aclshmem_finalize()
     if me == 0:
@@ -156,19 +191,23 @@ def main():
         if args.json:
             Path(args.json).write_text(text)
         print(text)
-        a = res.get("a2a")
-        if a:
-            print(f"SUMMARY W={W} a2a copy ceiling {a['copy_GBps_rw']:.0f} GB/s; " + "; ".join(
-                f"{v} {a[v]['vs_copy_ceiling']:.2f}x ceiling, {a[v]['vs_torch_local']:.2f}x torch"
-                for v in ("mte", "bulk", "wait_notify")))
+        for row in res.get("a2a", []):
+            line = f"SUMMARY W={W} a2a {row['bytes_per_rank'] >> 20} MiB/rank: copy ceiling {row['copy_GBps_rw']:.0f} GB/s; "
+            line += "; ".join(f"{v} {row[v]['vs_copy_ceiling']:.2f}x ceiling" + (
+                f" {row[v]['vs_nccl']:.2f}x NCCL" if "vs_nccl" in row[v] else "")
+                for v in ("direct", "mte", "bulk", "wait_notify", "dispatch_staged", "dispatch_direct"))
+            print(line)
         for k in ("ag_gemm", "gemm_rs"):
-            if k in res:
-                print(f"SUMMARY W={W} {k} {res[k]['fused_s'] * 1e3:.3f} ms vs matmul alone "
-                      f"{res[k]['matmul_alone_s'] * 1e3:.3f} ms: {res[k]['ratio_vs_matmul']:.2f}x")
-        if "all_reduce" in res:
-            for nb, row in res["all_reduce"].items():
-                print(f"SUMMARY W={W} all_reduce {int(nb) >> 10} KB: " + ", ".join(
-                    f"{v} {row[v]['s'] * 1e6:.1f} us" for v in row))
+            for row in res.get(k, []):
+                extra = f", {row['speedup_vs_nccl_seq']:.2f}x faster than NCCL+cuBLAS sequential" \
+                    if "speedup_vs_nccl_seq" in row else ""
+                print(f"SUMMARY W={W} {k} {row.get('M_total', row.get('M'))}x{row['K']}x{row['N']}: "
+                      f"{row['fused_s'] * 1e3:.3f} ms vs matmul alone {row['matmul_alone_s'] * 1e3:.3f} ms: "
+                      f"{row['ratio_vs_matmul']:.2f}x{extra}")
+        for nb, row in res.get("all_reduce", {}).items():
+            print(f"SUMMARY W={W} all_reduce {int(nb)} B: " + ", ".join(
+                f"{v} {row[v]['s'] * 1e6:.1f} us" for v in ("one_shot", "two_shot", "ring")) + (
+                f", NCCL {row['nccl_s'] * 1e6:.1f} us" if "nccl_s" in row else ""))
 
 
 if __name__ == "__main__":

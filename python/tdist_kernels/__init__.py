@@ -8,7 +8,22 @@ only; ``ops`` needs torch and an initialised tdist (CUDA backend) when called.
 from ._common import KernelArgError  # noqa: F401
 
 
+# kernels launched with a grid of one program per tile (no program waits for another of its launch),
+# as opposed to the persistent ones whose grid must stay co-resident (ops.*_grid)
+NON_PERSISTENT = ("reverse_a2a_direct", "dispatch_a2a_direct", "ag_gemm", "gemm_rs")
+
+
 def all_compile_cases(dtype="fp16"):
-    """(name, jit function, signature, constexprs) of every kernel, for ahead-of-time compile checks."""
+    """(name, jit function, signature, constexprs, options) of every kernel, for ahead-of-time compile
+    checks. Unit strides are constexprs (Triton specialises an integer argument equal to 1)."""
     from . import collectives, overlap, reverse_a2a
-    return reverse_a2a.compile_cases(dtype) + collectives.compile_cases(dtype) + overlap.compile_cases(dtype)
+    cases = reverse_a2a.compile_cases(dtype) + collectives.compile_cases(dtype) + overlap.compile_cases(dtype)
+    return [tuple(c) + ({},) * (5 - len(c)) for c in cases]
+
+
+def runtime_attrs(fn, sig, constexprs):
+    """The divisibility Triton's launcher gives at run time when every pointer is 16-byte aligned and
+    every specialised integer a multiple of 16 (the aligned case), for ahead-of-time compiles."""
+    dns = {fn.arg_names[d] if isinstance(d, int) else d for d in (getattr(fn, "do_not_specialize", ()) or ())}
+    return {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
+            if a in sig and a not in constexprs and a not in dns and (sig[a].startswith("*") or sig[a] == "i32")}

@@ -75,6 +75,34 @@ def dispatch_a2a_kernel(
         tl.store(out_ptr + idx, tl.load(recv_ptr + idx, mask=m), mask=m)
 
 
+@triton.jit(do_not_specialize=['rank', 'world'])
+def dispatch_a2a_direct_kernel(
+    x_ptr, out_ptr,
+    rank, world, S, H, D,
+    stride_xs, stride_xh, stride_xd,
+    stride_os, stride_oh, stride_od,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """One pass into the peers' symmetric outputs: one program per tile, peers interleaved."""
+    pid = tl.program_id(0)
+    nbd = tl.cdiv(D, BLOCK_D)
+    j = pid % world
+    rest = pid // world
+    bd = rest % nbd
+    rest = rest // nbd
+    h = rest % H
+    bs = rest // H
+    target = (rank + 1 + j) % world
+    offs_s = bs * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = bd * BLOCK_D + tl.arange(0, BLOCK_D)
+    mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
+    x = tl.load(x_ptr + offs_s.to(tl.int64)[:, None] * stride_xs + (target * H + h) * stride_xh
+                + offs_d[None, :] * stride_xd, mask=mask)
+    dst = dl.symm_at(out_ptr, target)
+    tl.store(dst + (rank * S + offs_s).to(tl.int64)[:, None] * stride_os + h * stride_oh + offs_d[None, :] * stride_od,
+             x, mask=mask)
+
+
 # ---------------------------------------------------------------------------------------------
 # all-reduce
 
@@ -204,7 +232,10 @@ def compile_cases(dtype="fp16"):
     return [
         ("dispatch_a2a", dispatch_a2a_kernel,
          {"x_ptr": p, "out_ptr": p, "recv_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i,
-          "D": i, "stride_xs": i, "stride_xh": i, "stride_xd": i}, {"BLOCK_S": 16, "BLOCK_D": 128}),
+          "D": i, "stride_xs": i, "stride_xh": i}, {"stride_xd": 1, "BLOCK_S": 16, "BLOCK_D": 128}),
+        ("dispatch_a2a_direct", dispatch_a2a_direct_kernel,
+         {"x_ptr": p, "out_ptr": p, "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_xs": i, "stride_xh": i,
+          "stride_os": i, "stride_oh": i}, {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256}),
         ("allreduce_one_shot", allreduce_one_shot_kernel,
          {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
          {"BLOCK": 2048}),

@@ -129,12 +129,9 @@ def allreduce_grid(nsm):
     return resident_grid(nsm, 4)
 
 
-def gemm_grid(nsm, dt, n_comm=None):
-    """(grid, n_comm) of the overlap kernels: 8-warp programs (1 per SM), half the share; the first
-    ``n_comm`` programs communicate, at least one program multiplies."""
-    cap = resident_grid(nsm, _gemm_cfg(dt)["num_warps"])
-    nc = n_comm or max(1, cap // 8)
-    return max(cap, nc + 1), nc
+def rs_reduce_grid(nsm):
+    """Programs of GEMM + RS's reduce kernel, which runs beside the GEMM: an eighth of the SMs."""
+    return max(1, nsm // 8)
 
 
 def a2a_tiles(D, elem):
@@ -146,12 +143,39 @@ def a2a_tiles(D, elem):
     return block_s, block_d
 
 
+def direct_tiles(D, elem):
+    """16 KB tiles, up to 256 columns wide, for the one-pass kernels (16-byte vectors, 8 per thread)."""
+    block_d = min(_pow2(D), 256)
+    block_s = max(1, min(64, 16384 // (block_d * elem)))
+    return block_s, block_d
+
+
+def _check_symmetric_out(what, ash, out):
+    if out is None:
+        raise KernelArgError(f"{what}: the direct variant writes into the peers' outputs, so out= must be given: "
+                             "a symmetric tensor from shmem.aclshmem_create_tensor, the same shape on every rank")
+    try:
+        ash.check_symmetric(out)
+    except Exception as e:  # noqa: BLE001 - re-raised with the op's name
+        raise KernelArgError(f"{what}: the direct variant needs out on the symmetric heap: {e}") from None
+
+
+def _direct_protocol(ash, launch):
+    # first barrier: every rank is done with its previous use of the output it is about to receive;
+    # second: every peer's stores into this rank's output have landed
+    ash.barrier_all_on_stream()
+    launch()
+    ash.barrier_all_on_stream()
+
+
 def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, block_d=None):
     """(S * W, H, D) -> (S, H * W, D): ``out[s, r * H + h] = a_r[me * S + s, h]`` (seed 002).
 
     ``variant``: "mte" (producer/consumer pipeline, per-task signals, ``buffer_num`` buffers),
-    "bulk" (bulk put per peer + tiled self copy + barrier per S block) or "wait_notify" (bulk puts
-    per S block with two signal regions, no barrier).
+    "bulk" (bulk put per peer + tiled self copy + barrier per S block), "wait_notify" (bulk puts
+    per S block with two signal regions, no barrier) or "direct" (one pass straight into the peers'
+    outputs: ``out`` must then be a symmetric tensor, e.g. from ``shmem.aclshmem_create_tensor``,
+    of the same shape on every rank).
     """
     torch, ash, tdist = _rt()
     what = "reverse_all_to_all"
@@ -166,6 +190,14 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
         out = torch.empty((S, H * W, D), dtype=a.dtype, device=a.device)
     elif tuple(out.shape) != (S, H * W, D) or out.dtype != a.dtype:
         raise KernelArgError(f"{what}: out must be {(S, H * W, D)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
+    if variant == "direct":
+        _check_symmetric_out(what, ash, out)
+        bs0, bd0 = direct_tiles(D, a.element_size())
+        bs, bd = block_s or bs0, block_d or bd0
+        grid = ra.direct_grid(W, S, H, D, bs, bd)
+        _direct_protocol(ash, lambda: ra.reverse_a2a_direct_kernel[(grid,)](
+            a, out, me, W, S, H, D, *a.stride(), *out.stride(), BLOCK_S=bs, BLOCK_D=bd, num_warps=4))
+        return out
     bs0, bd0 = a2a_tiles(D, a.element_size())
     bs, bd = block_s or bs0, block_d or bd0
     nsm = sm_budget()
@@ -203,8 +235,11 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
     return out
 
 
-def dispatch_all_to_all(x, out=None):
-    """(S, H * W, D) -> (S * W, H, D): ``out[r * S + s, h] = x_r[s, me * H + h]`` (inverse of the reverse)."""
+def dispatch_all_to_all(x, out=None, variant="staged"):
+    """(S, H * W, D) -> (S * W, H, D): ``out[r * S + s, h] = x_r[s, me * H + h]`` (inverse of the reverse).
+
+    ``variant``: "staged" (into a symmetric receive buffer, grid barrier, copy out) or "direct" (one
+    pass into the peers' outputs; ``out`` must be a symmetric tensor)."""
     torch, ash, tdist = _rt()
     what = "dispatch_all_to_all"
     dt = v.check_tensor(what, "x", x.shape, x.dtype, x.is_cuda, 3)
@@ -215,6 +250,14 @@ def dispatch_all_to_all(x, out=None):
     elif tuple(out.shape) != (S * W, H, D) or out.dtype != x.dtype or not out.is_contiguous():
         raise KernelArgError(f"{what}: out must be a contiguous {(S * W, H, D)} {x.dtype}, got "
                              f"{tuple(out.shape)} {out.dtype}")
+    v.check_variant(what, variant, ("staged", "direct"))
+    if variant == "direct":
+        _check_symmetric_out(what, ash, out)
+        bs, bd = direct_tiles(D, x.element_size())
+        grid = W * H * cdiv(S, bs) * cdiv(D, bd)
+        _direct_protocol(ash, lambda: col.dispatch_a2a_direct_kernel[(grid,)](
+            x, out, me, W, S, H, D, *x.stride(), *out.stride(), BLOCK_S=bs, BLOCK_D=bd, num_warps=4))
+        return out
     bs, bd = a2a_tiles(D, x.element_size())
     recv, sig = _buffers((what, S, H, D, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * S * H * D], x.dtype),
@@ -263,12 +306,26 @@ def all_reduce(x, variant="two_shot", out=None):
 
 def _gemm_cfg(dt):
     if dt == "float32":
-        return dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_N=8, num_warps=8, num_stages=3)
-    return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_N=8, num_warps=8, num_stages=3)
+        return dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=8, num_stages=3)
+    return dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)
 
 
-def ag_gemm(a, b, out=None, n_comm=None):
-    """``all_gather(a) @ b``: a (M, K) per rank, b (K, N) -> (W * M, N), AG overlapped with the GEMM."""
+_streams = {}
+
+
+def _comm_stream(torch):
+    dev = torch.cuda.current_device()
+    if dev not in _streams:
+        _streams[dev] = torch.cuda.Stream(device=dev)
+    return _streams[dev]
+
+
+def ag_gemm(a, b, out=None, chunk_m=None):
+    """``all_gather(a) @ b``: a (M, K) per rank, b (K, N) -> (W * M, N), AG overlapped with the GEMM.
+
+    The gather runs on the copy engine (``shmem.putmem_on_stream`` + ``signal_op_on_stream`` on a
+    side stream, chunks of ``chunk_m`` rows); the GEMM's tiles of other ranks' rows wait for their
+    chunks' signals."""
     torch, ash, tdist = _rt()
     what = "ag_gemm"
     dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
@@ -283,20 +340,37 @@ def ag_gemm(a, b, out=None, n_comm=None):
         out = torch.empty((W * M, N), dtype=a.dtype, device=a.device)
     elif tuple(out.shape) != (W * M, N) or out.dtype != a.dtype:
         raise KernelArgError(f"{what}: out must be {(W * M, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
-    chunk = 128
-    gather, sig = _buffers((what, M, K, dt, W), lambda: (
-        ash.aclshmem_create_tensor([W * M * K], a.dtype),
+    chunk = chunk_m or max(128, cdiv(M, 4))
+    n_chunks = cdiv(M, chunk)
+    gather, sig = _buffers((what, M, K, dt, W, chunk), lambda: (
+        ash.aclshmem_create_tensor([W * M, K], a.dtype),
         ash.aclshmem_create_tensor([ov.ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], torch.int64)))
-    grid, nc = gemm_grid(sm_budget(), dt, n_comm)
-    _protocol(ash, sig, lambda: ov.ag_gemm_kernel[(grid,)](
-        a, b, out, gather, sig, me, W, M, N, K, nc, *b.stride(), *out.stride(),
-        CHUNK_M=chunk, VEC_BLOCK=1024, ELEM_BYTES=a.element_size(), **_gemm_cfg(dt)))
+    cfg = _gemm_cfg(dt)
+    grid = cdiv(W * M, cfg["BLOCK_M"]) * cdiv(N, cfg["BLOCK_N"])
+    main = torch.cuda.current_stream()
+    comm = _comm_stream(torch)
+    sig.zero_()
+    ash.barrier_all_on_stream(main)
+    comm.wait_stream(main)
+    for c in range(n_chunks):  # the own rows first (tiles straddling two ranks read them), then rank + 1, ...
+        r0 = c * chunk
+        rows = min(chunk, M - r0)
+        for j in range(W):
+            target = (me + j) % W
+            ash.putmem_on_stream(gather[me * M + r0:me * M + r0 + rows], a[r0:r0 + rows], target, stream=comm)
+            ash.signal_op_on_stream(sig[(me * n_chunks + c) * SIG_ELEMS:], 1, target, stream=comm)
+    ov.ag_gemm_kernel[(grid,)](a, b, out, gather, sig, me, W, M, N, K, *b.stride(), *out.stride(),
+                               CHUNK_M=chunk, **cfg)
+    main.wait_stream(comm)
+    a.record_stream(comm)
+    ash.barrier_all_on_stream(main)
     return out
 
 
-def gemm_rs(a, b, out=None, n_comm=None):
+def gemm_rs(a, b, out=None, reduce_programs=None):
     """``reduce_scatter(a @ b)``: a (M, K) and b (K, N) per rank -> rows [me * M / W, (me + 1) * M / W) of
-    the sum over ranks, (M / W, N), the reduction overlapped with the GEMM."""
+    the sum over ranks, (M / W, N); the reduction (a small persistent grid on a side stream) overlaps
+    the GEMM, whose epilogue stores each fp32 partial tile straight into its owner's buffer."""
     torch, ash, tdist = _rt()
     what = "gemm_rs"
     dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
@@ -312,12 +386,22 @@ def gemm_rs(a, b, out=None, n_comm=None):
     elif tuple(out.shape) != (M // W, N) or out.dtype != a.dtype:
         raise KernelArgError(f"{what}: out must be {(M // W, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
     cfg = _gemm_cfg(dt)
+    BM, BN = cfg["BLOCK_M"], cfg["BLOCK_N"]
     recv, sig = _buffers((what, M, N, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * (M // W) * N], torch.float32),
-        ash.aclshmem_create_tensor([ov.gemm_rs_signal_slots(W, M, N, cfg["BLOCK_M"], cfg["BLOCK_N"]) * SIG_ELEMS],
-                                   torch.int64)))
-    grid, nc = gemm_grid(sm_budget(), dt, n_comm)
-    _protocol(ash, sig, lambda: ov.gemm_rs_kernel[(grid,)](
-        a, b, out, recv, sig, me, W, M, N, K, nc, *a.stride(), *b.stride(), *out.stride(),
-        RED_BLOCK_N=32, **cfg))
+        ash.aclshmem_create_tensor([ov.gemm_rs_signal_slots(W, M, N, BM, BN) * SIG_ELEMS], torch.int64)))
+    local_tiles = cdiv(M // W, BM) * cdiv(N, BN)
+    nred = max(1, min(local_tiles, reduce_programs or rs_reduce_grid(sm_budget())))
+    main = torch.cuda.current_stream()
+    comm = _comm_stream(torch)
+    sig.zero_()
+    ash.barrier_all_on_stream(main)
+    comm.wait_stream(main)
+    ov.gemm_rs_kernel[(W * local_tiles,)](a, b, recv, sig, me, W, M, N, K, *a.stride(), *b.stride(), **cfg)
+    with torch.cuda.stream(comm):
+        ov.rs_reduce_kernel[(nred,)](recv, out, sig, me, W, M, N, *out.stride(), BLOCK_M=BM, BLOCK_N=BN, RED_M=16,
+                                     num_warps=4)
+    main.wait_stream(comm)
+    out.record_stream(comm)
+    ash.barrier_all_on_stream(main)
     return out

@@ -32,6 +32,13 @@ Variants:
     once per launch, never reset in the kernel); the self-loop producer and the consumers
     handshake on region B slots ``(buffer, task)`` with credit return.
 
+``direct``
+    One pass, no staging (the NVIDIA fast path): the output is itself a symmetric tensor, and every
+    program moves one ``(BLOCK_S, BLOCK_D)`` tile of ``A`` straight into the target's output with
+    vectorised remote stores (``dl.symm_at`` on the base pointer). A non-persistent grid of one
+    program per tile, peers interleaved, no signal inside the kernel: the protocol's two barriers
+    order it against the previous and the next use of the output. Bytes move once, as in a copy.
+
 Host protocol for every variant (seed 002 "Reset signal before kernel launch"), enqueued on the
 stream so the host never blocks: ``signal.zero_()``; barrier (nobody's clear may erase a peer's
 signal of this round); launch; barrier (the next round's clear must not erase this round's tail
@@ -45,7 +52,7 @@ from triton_dist.language.extra import libshmem_device
 
 from ._common import SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, grid_barrier
 
-VARIANTS = ("mte", "bulk", "wait_notify")
+VARIANTS = ("mte", "bulk", "wait_notify", "direct")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,6 +329,41 @@ def wait_notify_signal_slots(world, S, H, D, block_s, block_d, buffer_num):
 
 
 # ---------------------------------------------------------------------------------------------
+# (4) direct: one pass into the peers' symmetric outputs
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def reverse_a2a_direct_kernel(
+    a_ptr, out_ptr,
+    rank, world, S, H, D,
+    stride_as, stride_ah, stride_ad,
+    stride_os, stride_oh, stride_od,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    nbd = tl.cdiv(D, BLOCK_D)
+    j = pid % world  # consecutive programs write to different peers
+    rest = pid // world
+    bd = rest % nbd
+    rest = rest // nbd
+    h = rest % H
+    bs = rest // H
+    target = (rank + 1 + j) % world
+    offs_s = bs * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = bd * BLOCK_D + tl.arange(0, BLOCK_D)
+    mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
+    a_rows = (target * S + offs_s).to(tl.int64)
+    x = tl.load(a_ptr + a_rows[:, None] * stride_as + h * stride_ah + offs_d[None, :] * stride_ad, mask=mask)
+    dst = dl.symm_at(out_ptr, target)
+    tl.store(dst + offs_s.to(tl.int64)[:, None] * stride_os + (rank * H + h) * stride_oh + offs_d[None, :] * stride_od,
+             x, mask=mask)
+
+
+def direct_grid(world, S, H, D, block_s, block_d):
+    return world * H * cdiv(S, block_s) * cdiv(D, block_d)
+
+
+# ---------------------------------------------------------------------------------------------
 # compile-only descriptions (tests/gpu_kernels AOT-compiles each for sm_90)
 
 
@@ -330,19 +372,23 @@ def compile_cases(dtype="fp16"):
     i = "i32"
     elem = {"fp16": 2, "bf16": 2, "fp32": 4}[dtype]
     mte = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
-            "S": i, "H": i, "D": i, "stride_as": i, "stride_ah": i, "stride_ad": i, "stride_cs": i, "stride_ch": i,
-            "stride_cd": i}, {"BLOCK_S": 16, "BLOCK_D": 128})
+            "S": i, "H": i, "D": i, "stride_as": i, "stride_ah": i, "stride_cs": i, "stride_ch": i},
+           {"stride_ad": 1, "stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128})
     bulk = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "buffer_num": i, "split": i,
-             "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i, "stride_cd": i},
-            {"BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
+             "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i},
+            {"stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
     wn = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
-           "n_send": i, "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i, "stride_cd": i},
-          {"BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
-    return [("reverse_a2a_mte", reverse_a2a_mte_kernel, *mte),
+           "n_send": i, "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i},
+          {"stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
+    direct = ({"a_ptr": p, "out_ptr": p, "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_as": i,
+               "stride_ah": i, "stride_os": i, "stride_oh": i},
+              {"stride_ad": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256})
+    return [("reverse_a2a_direct", reverse_a2a_direct_kernel, *direct),
+            ("reverse_a2a_mte", reverse_a2a_mte_kernel, *mte),
             ("reverse_a2a_bulk", reverse_a2a_bulk_kernel, *bulk),
             ("reverse_a2a_wait_notify", reverse_a2a_wait_notify_kernel, *wn)]
 
 
-__all__ = ["VARIANTS", "reverse_a2a_mte_kernel", "reverse_a2a_bulk_kernel", "reverse_a2a_wait_notify_kernel",
+__all__ = ["VARIANTS", "reverse_a2a_direct_kernel", "direct_grid", "reverse_a2a_mte_kernel", "reverse_a2a_bulk_kernel", "reverse_a2a_wait_notify_kernel",
            "mte_buffer_elems", "mte_signal_slots", "bulk_buffer_elems", "bulk_signal_slots", "wait_notify_signal_slots",
            "compile_cases", "SIG_ELEMS"]

@@ -28,16 +28,18 @@ RUN="python3 tools/tdist-run"
 # after the 2- and 4-rank workers had failed early) 95 s was not enough.
 worker() {
   local wt=$((100 + 10 * $1))
-  timeout $((wt + 10)) $RUN -n "$1" --timeout $wt -- python3 tests/gpu_kernels/gpu_worker.py > "$OUT/worker-$1.log" 2>&1
-  echo "== worker -n $1 rc=$? ($(el)): $(grep -c '\] PASS' "$OUT/worker-$1.log") PASS lines"
-  grep -E "SM budget|scenario .*: [0-9.]+ s$" "$OUT/worker-$1.log" | head -12
-  grep -E "FAIL|Error|error|failure\(s\)|tdist-run:|timed out" "$OUT/worker-$1.log" | grep -v "scenario errors:" | head -30
+  local log="$OUT/worker-$1${TAG:-}.log"
+  timeout $((wt + 10)) $RUN -n "$1" --timeout $wt -- python3 tests/gpu_kernels/gpu_worker.py > "$log" 2>&1
+  echo "== worker -n $1 rc=$? ($(el)): $(grep -c '\] PASS' "$log") PASS lines, $(grep -c '\] FAIL' "$log") FAIL lines"
+  grep -E "SM budget|scenario .*: [0-9.]+ s$" "$log" | head -12
+  grep -E "FAIL|Error|error|failure\(s\)|tdist-run:|timed out" "$log" | grep -v "scenario errors:" | head -30
 }
 bench() {
-  timeout 70 $RUN -n "$1" --timeout 65 -- python3 benchmarks/gpu_kernels/bench.py --json "$OUT/bench-$1.json" \
-    > "$OUT/bench-$1.log" 2>&1
+  local bt=${BENCH_T:-65}
+  timeout $((bt + 5)) $RUN -n "$1" --timeout $bt -- python3 benchmarks/gpu_kernels/bench.py \
+    --json "$OUT/bench-$1${TAG:-}.json" ${BENCH_ARGS:-} > "$OUT/bench-$1${TAG:-}.log" 2>&1
   echo "== bench -n $1 rc=$? ($(el))"
-  grep -E "SUMMARY|Error|error|tdist-run:" "$OUT/bench-$1.log" | head -30
+  grep -E "SUMMARY|Error|error|tdist-run:" "$OUT/bench-$1${TAG:-}.log" | head -40
 }
 NS=${NS:-2 4 8}
 BN=${BN:-2}
