@@ -33,7 +33,21 @@ import tdist  # noqa: E402
 from tdist_kernels import ops  # noqa: E402
 
 
-def timed(fn, reps, warmup=2):
+_T0 = [0.0]
+
+
+def progress(msg):
+    """One line per measurement on rank 0's stderr, with the elapsed time (long sweeps)."""
+    import time
+    if not _T0[0]:
+        _T0[0] = time.time()
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"[bench {time.time() - _T0[0]:7.1f} s] {msg}", file=sys.stderr, flush=True)
+
+
+def timed(fn, reps, warmup=2, what=None):
+    if what:
+        progress(what)
     for _ in range(warmup):
         fn()
     ts = []
@@ -70,7 +84,7 @@ def bench_a2a(me, W, res, reps, sizes_mb):
         nbytes = a.numel() * a.element_size()
         src = torch.randn(nbytes // 2, device="cuda").to(dt)
         dst = torch.empty_like(src)
-        t_copy = worst(timed(lambda: dst.copy_(src), reps))
+        t_copy = worst(timed(lambda: dst.copy_(src), reps, what=f"copy {nbytes >> 20} MiB"))
         out_ref = torch.empty(S, H * W, D, device="cuda", dtype=dt)
         t_torch = worst(timed(lambda: out_ref.copy_(a.view(W, S, H, D).transpose(0, 1).reshape(S, W * H, D)), reps))
         row = {"shape": [S * W, H, D], "dtype": "bfloat16", "bytes_per_rank": nbytes, "ranks": W,
@@ -82,7 +96,7 @@ def bench_a2a(me, W, res, reps, sizes_mb):
         sym = ash.aclshmem_create_tensor([S, H * W, D], dt)
         for variant in ("direct", "mte", "bulk", "wait_notify"):
             out = sym if variant == "direct" else torch.empty(S, H * W, D, device="cuda", dtype=dt)
-            t = worst(timed(lambda: ops.reverse_all_to_all(a, variant=variant, out=out), reps))
+            t = worst(timed(lambda: ops.reverse_all_to_all(a, variant=variant, out=out), reps, what=f"a2a {variant}"))
             row[variant] = {"s": t, "GBps_rw": 2 * nbytes / t / 1e9, "vs_copy_ceiling": t_copy / t,
                             "vs_torch_local": t_torch / t}
             if dist is not None:
@@ -112,7 +126,7 @@ def bench_gemm(me, W, res, reps, shapes):
         b = torch.randn(K, N, device="cuda").to(dt)
         full = torch.randn(W * M, K, device="cuda").to(dt)
         t_mm = worst(timed(lambda: torch.matmul(full, b), reps))
-        t_ag = worst(timed(lambda: ops.ag_gemm(a, b), reps))
+        t_ag = worst(timed(lambda: ops.ag_gemm(a, b), reps, what=f"ag_gemm {Mt}x{K}x{N}"))
         flops = 2.0 * W * M * K * N
         row = {"M_total": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm, "fused_s": t_ag,
                "ratio_vs_matmul": t_ag / t_mm, "fused_TFLOPs_per_rank": flops / t_ag / 1e12}
@@ -124,7 +138,7 @@ def bench_gemm(me, W, res, reps, shapes):
         res["ag_gemm"].append(row)
         a2 = torch.randn(W * M, K, device="cuda").to(dt)
         t_mm2 = worst(timed(lambda: torch.matmul(a2, b), reps))
-        t_rs = worst(timed(lambda: ops.gemm_rs(a2, b), reps))
+        t_rs = worst(timed(lambda: ops.gemm_rs(a2, b), reps, what=f"gemm_rs {Mt}x{K}x{N}"))
         row = {"M": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm2, "fused_s": t_rs,
                "ratio_vs_matmul": t_rs / t_mm2}
         if dist is not None:
@@ -143,7 +157,7 @@ def bench_ar(me, W, res, reps, sizes):
         x = torch.randn(max(1, nbytes // 2), device="cuda").to(torch.bfloat16)
         row = {}
         for variant in ("one_shot", "two_shot", "ring"):
-            t = worst(timed(lambda: ops.all_reduce(x, variant=variant), reps))
+            t = worst(timed(lambda: ops.all_reduce(x, variant=variant), reps, what=f"all_reduce {variant} {nbytes} B"))
             row[variant] = {"s": t, "busbw_GBps": 2 * (W - 1) / W * nbytes / t / 1e9}
         if dist is not None:
             y = x.clone()

@@ -10,7 +10,7 @@ from ._common import KernelArgError  # noqa: F401
 
 # kernels launched with a grid of one program per tile (no program waits for another of its launch),
 # as opposed to the persistent ones whose grid must stay co-resident (ops.*_grid)
-NON_PERSISTENT = ("reverse_a2a_direct", "dispatch_a2a_direct", "ag_gemm", "gemm_rs")
+NON_PERSISTENT = ("reverse_a2a_direct", "dispatch_a2a_direct", "ag_gemm", "gemm_rs")  # ag_gemm: see ops.ag_gemm_grid
 
 
 def all_compile_cases(dtype="fp16"):

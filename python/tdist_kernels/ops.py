@@ -129,6 +129,15 @@ def allreduce_grid(nsm):
     return resident_grid(nsm, 4)
 
 
+AG_FREE_SMS = 4
+
+
+def ag_gemm_grid(nsm, tiles):
+    """Persistent AG + GEMM programs: one per SM of the share but ``AG_FREE_SMS``, so the gather's
+    copies find SMs even if the driver runs them as a kernel while GEMM programs wait for them."""
+    return max(1, min(tiles, nsm - AG_FREE_SMS))
+
+
 def rs_reduce_grid(nsm):
     """Programs of GEMM + RS's reduce kernel, which runs beside the GEMM: an eighth of the SMs."""
     return max(1, nsm // 8)
@@ -346,7 +355,7 @@ def ag_gemm(a, b, out=None, chunk_m=None):
         ash.aclshmem_create_tensor([W * M, K], a.dtype),
         ash.aclshmem_create_tensor([ov.ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], torch.int64)))
     cfg = _gemm_cfg(dt)
-    grid = cdiv(W * M, cfg["BLOCK_M"]) * cdiv(N, cfg["BLOCK_N"])
+    grid = ag_gemm_grid(sm_budget(), cdiv(W * M, cfg["BLOCK_M"]) * cdiv(N, cfg["BLOCK_N"]))
     main = torch.cuda.current_stream()
     comm = _comm_stream(torch)
     sig.zero_()

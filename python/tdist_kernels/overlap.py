@@ -9,12 +9,14 @@ AG + GEMM: ``a`` (M, K) on every rank, ``b`` (K, N): ``c = all_gather(a) @ b``, 
     into the gather buffer ``[W * M, K]`` of this rank (first) and of every peer (rank + 1, ...), and
     a stream signal (``shmem.signal_op_on_stream``, no SM) sets slot ``(rank, chunk)`` at the target
     once the chunk has landed.
-  * The GEMM grid walks the output tiles in swizzled order: program 0 computes the tile holding the
-    rank's own first row, so each rank starts on local data (read straight from ``a``, no wait)
-    while the peers' rows arrive; a tile of other rows first waits (``dl.wait``) for the chunks of
-    its first and last rows, then reads the gather buffer through ``dl.consume_token``.
-  Because the copies and signals need no SM, a GEMM program that waits can never keep them from
-  running: the grid needs no co-residency.
+  * A persistent GEMM grid walks the output tiles in swizzled order: tile 0 holds the rank's own
+    first row, so each rank starts on local data (read straight from ``a``, no wait) while the
+    peers' rows arrive; a tile of other rows first waits (``dl.wait``) for the chunks of its first
+    and last rows, then reads the gather buffer through ``dl.consume_token``.
+  The copies are asked to run on a copy engine (no SM) and the signals are stream memory
+  operations (no SM), but the driver only takes the copy-engine request as a hint: a
+  device-to-device copy may run as an SM kernel. The grid therefore leaves SMs free
+  (``ops.ag_gemm_grid``): waiting GEMM programs can never occupy every SM the copies need.
 
 GEMM + RS: ``a`` (M, K) and ``b`` (K, N) on every rank (K-sharded): ``c_me = (sum_r a_r @ b_r)``
 rows ``[me * M / W, (me + 1) * M / W)``, (M / W, N). M must be a multiple of W.
@@ -59,44 +61,46 @@ def ag_gemm_kernel(
 ):
     # a and the gather buffer are contiguous (M, K) / (W * M, K); b and c may be strided
     pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
     total_m = world * M
     tiles_m = tl.cdiv(total_m, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     n_chunks = tl.cdiv(M, CHUNK_M)
-    tm, tn = _tile_of(pid, tiles_m, tiles_n, GROUP_M)
-    tm = (tm + (rank * M) // BLOCK_M) % tiles_m  # swizzle: program 0 holds the own first row
-    row0 = tm * BLOCK_M
-    last = tl.minimum(row0 + BLOCK_M, total_m) - 1
-    rm = row0 + tl.arange(0, BLOCK_M)
-    rm = tl.where(rm < total_m, rm, total_m - 1)  # clamp instead of masking the rows of the loads
-    rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
-    nmask = rn < N
-    rk = tl.arange(0, BLOCK_K)
-    own = (row0 // M == rank) & (last // M == rank)
-    if own:
-        a_ptrs = a_ptr + (rm - rank * M).to(tl.int64)[:, None] * K + rk[None, :]
-    else:
-        src0 = row0 // M
-        src1 = last // M
-        tok = dl.wait(sig_ptr + (src0 * n_chunks + (row0 - src0 * M) // CHUNK_M) * SIG, 1, "gpu", "acquire",
-                      waitValue=1, timeout_ns=WAIT_NS)
-        tok2 = dl.wait(sig_ptr + (src1 * n_chunks + (last - src1 * M) // CHUNK_M) * SIG, 1, "gpu",
-                       "acquire", waitValue=1, timeout_ns=WAIT_NS)
-        g = dl.consume_token(dl.consume_token(gather_ptr, tok), tok2)
-        a_ptrs = g + rm.to(tl.int64)[:, None] * K + rk[None, :]
-    b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        kmask = rk < K - k0
-        a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K * stride_bk
-    c = acc.to(c_ptr.dtype.element_ty)
-    rm_s = row0 + tl.arange(0, BLOCK_M)
-    tl.store(c_ptr + rm_s.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn, c,
-             mask=(rm_s < total_m)[:, None] & (rn < N)[None, :])
+    for tile in range(pid, tiles_m * tiles_n, nprog):
+        tm, tn = _tile_of(tile, tiles_m, tiles_n, GROUP_M)
+        tm = (tm + (rank * M) // BLOCK_M) % tiles_m  # swizzle: tile 0 holds the own first row
+        row0 = tm * BLOCK_M
+        last = tl.minimum(row0 + BLOCK_M, total_m) - 1
+        rm = row0 + tl.arange(0, BLOCK_M)
+        rm = tl.where(rm < total_m, rm, total_m - 1)  # clamp instead of masking the rows of the loads
+        rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
+        nmask = rn < N
+        rk = tl.arange(0, BLOCK_K)
+        own = (row0 // M == rank) & (last // M == rank)
+        if own:
+            a_ptrs = a_ptr + (rm - rank * M).to(tl.int64)[:, None] * K + rk[None, :]
+        else:
+            src0 = row0 // M
+            src1 = last // M
+            tok = dl.wait(sig_ptr + (src0 * n_chunks + (row0 - src0 * M) // CHUNK_M) * SIG, 1, "gpu", "acquire",
+                          waitValue=1, timeout_ns=WAIT_NS)
+            tok2 = dl.wait(sig_ptr + (src1 * n_chunks + (last - src1 * M) // CHUNK_M) * SIG, 1, "gpu",
+                           "acquire", waitValue=1, timeout_ns=WAIT_NS)
+            g = dl.consume_token(dl.consume_token(gather_ptr, tok), tok2)
+            a_ptrs = g + rm.to(tl.int64)[:, None] * K + rk[None, :]
+        b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            kmask = rk < K - k0
+            a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K
+            b_ptrs += BLOCK_K * stride_bk
+        c = acc.to(c_ptr.dtype.element_ty)
+        rm_s = row0 + tl.arange(0, BLOCK_M)
+        tl.store(c_ptr + rm_s.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn, c,
+                 mask=(rm_s < total_m)[:, None] & nmask[None, :])
 
 
 def ag_gemm_signal_slots(world, M, chunk_m):

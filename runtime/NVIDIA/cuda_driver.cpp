@@ -39,6 +39,10 @@ void load() {
   }
   TDIST_CU_FUNCTIONS(TDIST_CU_LOAD)
 #undef TDIST_CU_LOAD
+#define TDIST_CU_LOAD_OPTIONAL(name) \
+  d.name = reinterpret_cast<decltype(d.name)>(::dlsym(h, TDIST_CU_STR(name)));
+  TDIST_CU_OPTIONAL_FUNCTIONS(TDIST_CU_LOAD_OPTIONAL)
+#undef TDIST_CU_LOAD_OPTIONAL
   CUresult r = d.cuInit(0);
   if (r != CUDA_SUCCESS) {
     g_driver = d;  // for result_string

@@ -52,9 +52,17 @@ namespace tdist::cu {
   X(cuStreamWriteValue64)            \
   X(cuStreamWaitValue64)
 
+// Entry points newer drivers have and tdist uses when present (nullptr otherwise):
+// cuMemcpyBatchAsync (CUDA 12.8) carries CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE, which asks
+// for a copy engine rather than an SM copy kernel (SDMA must not need the SMs that kernels waiting
+// for its data occupy).
+#define TDIST_CU_OPTIONAL_FUNCTIONS(X) \
+  X(cuMemcpyBatchAsync)
+
 struct Driver {
 #define TDIST_CU_MEMBER(name) decltype(&::name) name = nullptr;
   TDIST_CU_FUNCTIONS(TDIST_CU_MEMBER)
+  TDIST_CU_OPTIONAL_FUNCTIONS(TDIST_CU_MEMBER)
 #undef TDIST_CU_MEMBER
 };
 

@@ -415,13 +415,27 @@ TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream) {
   });
 }
 
+// SDMA copy: on a copy engine where the driver lets us ask for one (so the copy needs no SM and
+// progresses while kernels that wait for its data fill the GPU), else cuMemcpyDtoDAsync.
+static void sdma_copy(const cu::Driver *drv, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  if (drv->cuMemcpyBatchAsync) {
+    CUmemcpyAttributes attr;
+    std::memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    attr.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
+    size_t idx = 0, size = n;
+    if (drv->cuMemcpyBatchAsync(&dst, &src, &size, 1, &attr, &idx, 1, s) == CUDA_SUCCESS) return;
+  }
+  TDIST_CU(drv, cuMemcpyDtoDAsync(dst, src, n, s));
+}
+
 TDIST_EXPORT int tdist_cuda_putmem_on_stream(void *dst, const void *src, size_t nbytes, int pe, void *stream) {
   return c_boundary("tdist_cuda_putmem_on_stream", [&] {
     CudaTransport &t = active("tdist_cuda_putmem_on_stream");
     t.make_current();
     CUdeviceptr to = t.translate(dst, nbytes, pe, "tdist_cuda_putmem_on_stream");
     if (nbytes)
-      TDIST_CU(t.drv(), cuMemcpyDtoDAsync(to, CUdeviceptr(src), nbytes, static_cast<CUstream>(stream)));
+      sdma_copy(t.drv(), to, CUdeviceptr(src), nbytes, static_cast<CUstream>(stream));
   });
 }
 
@@ -431,7 +445,7 @@ TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t 
     t.make_current();
     CUdeviceptr from = t.translate(src, nbytes, pe, "tdist_cuda_getmem_on_stream");
     if (nbytes)
-      TDIST_CU(t.drv(), cuMemcpyDtoDAsync(CUdeviceptr(dst), from, nbytes, static_cast<CUstream>(stream)));
+      sdma_copy(t.drv(), CUdeviceptr(dst), from, nbytes, static_cast<CUstream>(stream));
   });
 }
 

@@ -47,6 +47,12 @@ def test_all_ranks_together_fill_at_most_half_the_gpu(world):
     assert world * ops.rs_reduce_grid(nsm) / per4 <= H200_SMS / 8
 
 
+def test_ag_gemm_grid_leaves_sms_free():
+    assert ops.ag_gemm_grid(66, 512) == 66 - ops.AG_FREE_SMS
+    assert ops.ag_gemm_grid(132, 10) == 10
+    assert ops.ag_gemm_grid(3, 100) == 1
+
+
 def test_a2a_grid_keeps_roles():
     for nsm in (1, 2, 3, 7, 15, 33, 66, 132):
         g = ops.a2a_grid(nsm)
