@@ -45,17 +45,50 @@ def progress(msg):
         print(f"[bench {time.time() - _T0[0]:7.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
+GRAPH = {"on": False, "failed": []}
+
+
+def _capture(fn):
+    """fn captured into a CUDA graph (after an eager warm-up on a side stream, as torch requires), or
+    None when something in it cannot be captured (the reason is recorded in the JSON)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g):
+            fn()
+    except Exception as e:  # noqa: BLE001 - reported, then measured eagerly
+        return None, f"{type(e).__name__}: {str(e)[:200]}"
+    return g, None
+
+
 def timed(fn, reps, warmup=2, what=None):
+    """Median time of one call of ``fn`` over ``reps`` (CUDA events, every rank synchronised by a
+    stream barrier before each call). With ``--graph`` the call is captured once and replayed: the
+    GPU time without the host's launch overhead, as a CUDA-graph user runs it."""
     if what:
         progress(what)
     for _ in range(warmup):
         fn()
+    run = fn
+    if GRAPH["on"]:
+        g, why = _capture(fn)
+        if g is None:
+            GRAPH["failed"].append({"op": what, "why": why})
+            progress(f"  not capturable, timed eagerly: {why}")
+        else:
+            run = g.replay
+            run()
     ts = []
     for _ in range(reps):
         ash.barrier_all_on_stream()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        fn()
+        run()
         e.record()
         e.synchronize()
         ts.append(s.elapsed_time(e) * 1e-3)
@@ -116,6 +149,9 @@ def bench_a2a(me, W, res, reps, sizes_mb):
         res["a2a"].append(row)
 
 
+IMPLS = ["cublas", "triton"]
+
+
 def bench_gemm(me, W, res, reps, shapes):
     dt = torch.bfloat16
     dist = _nccl()
@@ -126,10 +162,13 @@ def bench_gemm(me, W, res, reps, shapes):
         b = torch.randn(K, N, device="cuda").to(dt)
         full = torch.randn(W * M, K, device="cuda").to(dt)
         t_mm = worst(timed(lambda: torch.matmul(full, b), reps))
-        t_ag = worst(timed(lambda: ops.ag_gemm(a, b), reps, what=f"ag_gemm {Mt}x{K}x{N}"))
         flops = 2.0 * W * M * K * N
-        row = {"M_total": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm, "fused_s": t_ag,
-               "ratio_vs_matmul": t_ag / t_mm, "fused_TFLOPs_per_rank": flops / t_ag / 1e12}
+        row = {"M_total": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm}
+        for impl in IMPLS:
+            t = worst(timed(lambda: ops.ag_gemm(a, b, impl=impl), reps, what=f"ag_gemm {impl} {Mt}x{K}x{N}"))
+            row[impl] = {"s": t, "ratio_vs_matmul": t / t_mm, "TFLOPs_per_rank": flops / t / 1e12}
+        t_ag = min(row[i]["s"] for i in IMPLS)
+        row["fused_s"], row["ratio_vs_matmul"] = t_ag, t_ag / t_mm
         if dist is not None:
             g = torch.empty(W * M, K, device="cuda", dtype=dt)
             t_seq = worst(timed(lambda: (dist.all_gather_into_tensor(g, a), torch.matmul(g, b)), reps))
@@ -138,9 +177,12 @@ def bench_gemm(me, W, res, reps, shapes):
         res["ag_gemm"].append(row)
         a2 = torch.randn(W * M, K, device="cuda").to(dt)
         t_mm2 = worst(timed(lambda: torch.matmul(a2, b), reps))
-        t_rs = worst(timed(lambda: ops.gemm_rs(a2, b), reps, what=f"gemm_rs {Mt}x{K}x{N}"))
-        row = {"M": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm2, "fused_s": t_rs,
-               "ratio_vs_matmul": t_rs / t_mm2}
+        row = {"M": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm2}
+        for impl in IMPLS:
+            t = worst(timed(lambda: ops.gemm_rs(a2, b, impl=impl), reps, what=f"gemm_rs {impl} {Mt}x{K}x{N}"))
+            row[impl] = {"s": t, "ratio_vs_matmul": t / t_mm2}
+        t_rs = min(row[i]["s"] for i in IMPLS)
+        row["fused_s"], row["ratio_vs_matmul"] = t_rs, t_rs / t_mm2
         if dist is not None:
             r = torch.empty(M, N, device="cuda", dtype=dt)
             t_seq = worst(timed(lambda: dist.reduce_scatter_tensor(r, torch.matmul(a2, b)), reps))
@@ -178,7 +220,12 @@ def main():
                     help="GEMM shapes MtotalxKxN, comma-separated (e.g. 8192x8192x3584)")
     ap.add_argument("--ar-bytes", default="4096,65536,262144,67108864")
     ap.add_argument("--no-nccl", action="store_true")
+    ap.add_argument("--graph", action="store_true",
+                    help="time CUDA-graph replays of every op and baseline (no host launch overhead)")
+    ap.add_argument("--impls", default="cublas,triton", help="AG+GEMM / GEMM+RS implementations to time")
     args = ap.parse_args()
+    GRAPH["on"] = args.graph
+    IMPLS[:] = args.impls.split(",")
     me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
     ash.init_from_env(local_mem_size=1 << 30, backend=tdist.BACKEND_CUDA)
@@ -200,13 +247,15 @@ def main():
         _nccl().destroy_process_group()
     ops.release()
     ash.aclshmem_finalize()
+    res["mode"] = mode = "graph" if args.graph else "eager"
+    res["not_capturable"] = GRAPH["failed"]
     if me == 0:
         text = json.dumps(res, indent=1)
         if args.json:
             Path(args.json).write_text(text)
         print(text)
         for row in res.get("a2a", []):
-            line = f"SUMMARY W={W} a2a {row['bytes_per_rank'] >> 20} MiB/rank: copy ceiling {row['copy_GBps_rw']:.0f} GB/s; "
+            line = f"SUMMARY W={W} {mode} a2a {row['bytes_per_rank'] >> 20} MiB/rank: copy ceiling {row['copy_GBps_rw']:.0f} GB/s; "
             line += "; ".join(f"{v} {row[v]['vs_copy_ceiling']:.2f}x ceiling" + (
                 f" {row[v]['vs_nccl']:.2f}x NCCL" if "vs_nccl" in row[v] else "")
                 for v in ("direct", "mte", "bulk", "wait_notify", "dispatch_staged", "dispatch_direct"))
@@ -215,11 +264,12 @@ def main():
             for row in res.get(k, []):
                 extra = f", {row['speedup_vs_nccl_seq']:.2f}x faster than NCCL+cuBLAS sequential" \
                     if "speedup_vs_nccl_seq" in row else ""
-                print(f"SUMMARY W={W} {k} {row.get('M_total', row.get('M'))}x{row['K']}x{row['N']}: "
-                      f"{row['fused_s'] * 1e3:.3f} ms vs matmul alone {row['matmul_alone_s'] * 1e3:.3f} ms: "
-                      f"{row['ratio_vs_matmul']:.2f}x{extra}")
+                impls = ", ".join(f"{i} {row[i]['s'] * 1e3:.3f} ms ({row[i]['ratio_vs_matmul']:.2f}x)"
+                                  for i in IMPLS if i in row)
+                print(f"SUMMARY W={W} {mode} {k} {row.get('M_total', row.get('M'))}x{row['K']}x{row['N']}: "
+                      f"matmul alone {row['matmul_alone_s'] * 1e3:.3f} ms; {impls}{extra}")
         for nb, row in res.get("all_reduce", {}).items():
-            print(f"SUMMARY W={W} all_reduce {int(nb)} B: " + ", ".join(
+            print(f"SUMMARY W={W} {mode} all_reduce {int(nb)} B: " + ", ".join(
                 f"{v} {row[v]['s'] * 1e6:.1f} us" for v in ("one_shot", "two_shot", "ring")) + (
                 f", NCCL {row['nccl_s'] * 1e6:.1f} us" if "nccl_s" in row else ""))
 

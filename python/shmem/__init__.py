@@ -218,8 +218,9 @@ def signal_op_on_stream(sig, value, pe, sig_op="set", stream=None):
 
 
 def signal_wait_until_on_stream(sig, cmp, value, stream=None):
-    """Later work on ``stream`` waits until this PE's signal slot ``sig`` satisfies ``cmp`` ("eq" or
-    "ge") ``value``."""
+    """Later work on ``stream`` waits until this PE's signal slot ``sig`` satisfies ``cmp`` (eq, ne, gt,
+    ge, lt, le; unsigned) ``value``. Bounded like every device wait: on expiry the stream's kernel
+    traps after recording the fault (PE, offset, expected, seen)."""
     cmps = {"eq": tdist.CMP_EQ, "ne": tdist.CMP_NE, "gt": tdist.CMP_GT, "ge": tdist.CMP_GE, "lt": tdist.CMP_LT,
             "le": tdist.CMP_LE}
     if cmp not in cmps:
@@ -310,6 +311,31 @@ def aclshmem_create_tensor(shape, dtype, device_id=None):
                                       INVALID_PARAM) from None
     _live[ptr] = nbytes
     return t
+
+
+def peer_tensor(t, pe):
+    """A view of symmetric tensor ``t`` as it lies on PE ``pe`` (same shape, dtype and strides), through
+    this PE's peer mapping: reads and writes go straight to ``pe``'s memory (loads/stores over
+    NVLink, or the same GPU under MPS). Any torch op can write into it, e.g.
+    ``torch.matmul(x, w, out=peer_tensor(buf, owner))``. Order such writes before a peer reads them
+    with a signal (``signal_op_on_stream`` after the op). CUDA backend only."""
+    torch = _torch()
+    if not on_cuda() or torch is None or not isinstance(t, torch.Tensor):
+        raise errors.InvalidParam("peer_tensor: needs a torch CUDA tensor on the CUDA backend", INVALID_PARAM)
+    pe = int(pe)
+    if not 0 <= pe < tdist.n_pes():
+        raise errors.InvalidParam(f"peer_tensor: PE {pe} out of range [0, {tdist.n_pes()})", INVALID_PARAM)
+    check_symmetric(t)
+    base = t.data_ptr()
+    span = (sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1) * t.element_size() if t.numel() else 0
+    remote = tdist.ptr(base, pe)
+    if not remote:
+        raise errors.InvalidParam(f"peer_tensor: PE {pe}'s heap is not mapped into this PE (no load/store path)",
+                                  INVALID_PARAM)
+    dev = tdist.cuda_device()
+    with torch.cuda.device(dev):
+        raw = torch.as_tensor(_CudaBytes(remote, max(span, 1)), device=f"cuda:{dev}")
+    return torch.as_strided(raw.view(t.dtype), t.shape, t.stride())  # span is a whole number of elements
 
 
 def data_ptr(t):

@@ -43,9 +43,9 @@ def check_dispatch_a2a(shape, world):
     return s, hw // world, d
 
 
-def check_variant(what, variant, legal):
+def check_variant(what, variant, legal, argname="variant"):
     if variant not in legal:
-        raise KernelArgError(f"{what}: variant={variant!r} is not one of {', '.join(map(repr, legal))}")
+        raise KernelArgError(f"{what}: {argname}={variant!r} is not one of {', '.join(map(repr, legal))}")
 
 
 def check_matmul(what, a_shape, b_shape):

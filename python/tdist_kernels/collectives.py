@@ -103,6 +103,17 @@ def dispatch_a2a_direct_kernel(
              x, mask=mask)
 
 
+@triton.jit
+def sum_partials_kernel(part_ptr, out_ptr, world, n, BLOCK: tl.constexpr):
+    """out[i] = sum over r (in rank order, fp32) of part[r * n + i]; contiguous, any float dtype."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for r in range(0, world):
+        acc += tl.load(part_ptr + r * n + offs, mask=m, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=m)
+
+
 # ---------------------------------------------------------------------------------------------
 # all-reduce
 
@@ -236,6 +247,7 @@ def compile_cases(dtype="fp16"):
         ("dispatch_a2a_direct", dispatch_a2a_direct_kernel,
          {"x_ptr": p, "out_ptr": p, "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_xs": i, "stride_xh": i,
           "stride_os": i, "stride_oh": i}, {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256}),
+        ("sum_partials", sum_partials_kernel, {"part_ptr": p, "out_ptr": p, "world": i, "n": i}, {"BLOCK": 2048}),
         ("allreduce_one_shot", allreduce_one_shot_kernel,
          {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
          {"BLOCK": 2048}),

@@ -329,12 +329,18 @@ def _comm_stream(torch):
     return _streams[dev]
 
 
-def ag_gemm(a, b, out=None, chunk_m=None):
+OVERLAP_IMPLS = ("cublas", "triton")
+
+
+def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None):
     """``all_gather(a) @ b``: a (M, K) per rank, b (K, N) -> (W * M, N), AG overlapped with the GEMM.
 
     The gather runs on the copy engine (``shmem.putmem_on_stream`` + ``signal_op_on_stream`` on a
-    side stream, chunks of ``chunk_m`` rows); the GEMM's tiles of other ranks' rows wait for their
-    chunks' signals."""
+    side stream). ``impl="cublas"``: the own rows are multiplied at once (cuBLAS), each peer's rows
+    as soon as a stream wait sees their signal, peers in the order their data arrives.
+    ``impl="triton"``: one Triton GEMM whose tiles of other ranks' rows wait for the signals of
+    their chunks (``chunk_m`` rows) -- seed 003's per-tile form; it runs at the Triton GEMM's speed,
+    which on Hopper is well below cuBLAS (benchmarks/NOTES.md)."""
     torch, ash, tdist = _rt()
     what = "ag_gemm"
     dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
@@ -349,6 +355,9 @@ def ag_gemm(a, b, out=None, chunk_m=None):
         out = torch.empty((W * M, N), dtype=a.dtype, device=a.device)
     elif tuple(out.shape) != (W * M, N) or out.dtype != a.dtype:
         raise KernelArgError(f"{what}: out must be {(W * M, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
+    v.check_variant(what, impl, OVERLAP_IMPLS, argname="impl")
+    if impl == "cublas":
+        return _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt)
     chunk = chunk_m or max(128, cdiv(M, 4))
     n_chunks = cdiv(M, chunk)
     gather, sig = _buffers((what, M, K, dt, W, chunk), lambda: (
@@ -376,10 +385,16 @@ def ag_gemm(a, b, out=None, chunk_m=None):
     return out
 
 
-def gemm_rs(a, b, out=None, reduce_programs=None):
+def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None):
     """``reduce_scatter(a @ b)``: a (M, K) and b (K, N) per rank -> rows [me * M / W, (me + 1) * M / W) of
-    the sum over ranks, (M / W, N); the reduction (a small persistent grid on a side stream) overlaps
-    the GEMM, whose epilogue stores each fp32 partial tile straight into its owner's buffer."""
+    the sum over ranks, (M / W, N).
+
+    ``impl="cublas"``: each owner's block of the partial product is multiplied (cuBLAS) straight
+    into the owner's receive buffer through the peer mapping (``shmem.peer_tensor``), other owners
+    first, then signalled by a stream write; the own block last; one pass sums the W partials in
+    fp32 once their signals are in. ``impl="triton"``: one Triton GEMM whose epilogue stores each
+    fp32 partial tile into its owner's buffer and signals it, with a small persistent reduce grid
+    on a side stream overlapping it (seed 003's per-tile form)."""
     torch, ash, tdist = _rt()
     what = "gemm_rs"
     dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
@@ -394,6 +409,9 @@ def gemm_rs(a, b, out=None, reduce_programs=None):
         out = torch.empty((M // W, N), dtype=a.dtype, device=a.device)
     elif tuple(out.shape) != (M // W, N) or out.dtype != a.dtype:
         raise KernelArgError(f"{what}: out must be {(M // W, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
+    v.check_variant(what, impl, OVERLAP_IMPLS, argname="impl")
+    if impl == "cublas":
+        return _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt)
     cfg = _gemm_cfg(dt)
     BM, BN = cfg["BLOCK_M"], cfg["BLOCK_N"]
     recv, sig = _buffers((what, M, N, dt, W), lambda: (
@@ -413,4 +431,59 @@ def gemm_rs(a, b, out=None, reduce_programs=None):
     main.wait_stream(comm)
     out.record_stream(comm)
     ash.barrier_all_on_stream(main)
+    return out
+
+
+def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt):
+    M, K = a.shape
+    gather, sig = _buffers(("ag_gemm_cublas", M, K, dt, W), lambda: (
+        ash.aclshmem_create_tensor([W * M, K], a.dtype),
+        ash.aclshmem_create_tensor([W * SIG_ELEMS], torch.int64)))
+    o = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    main = torch.cuda.current_stream()
+    comm = _comm_stream(torch)
+    sig.zero_()
+    ash.barrier_all_on_stream(main)
+    comm.wait_stream(main)
+    for j in range(1, W):  # rank me - j multiplies this rank's rows at its step j: feed it first
+        target = (me - j) % W
+        ash.putmem_on_stream(gather[me * M:(me + 1) * M], a, target, stream=comm)
+        ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, target, stream=comm)
+    torch.matmul(a, b, out=o[me * M:(me + 1) * M])
+    for j in range(1, W):
+        src = (me + j) % W
+        ash.signal_wait_until_on_stream(sig[src * SIG_ELEMS:], "eq", 1, stream=main)
+        torch.matmul(gather[src * M:(src + 1) * M], b, out=o[src * M:(src + 1) * M])
+    main.wait_stream(comm)
+    a.record_stream(comm)
+    ash.barrier_all_on_stream(main)  # the next call's puts must not overwrite rows still being read
+    if o is not out:
+        out.copy_(o)
+    return out
+
+
+def _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt):
+    M, K = a.shape
+    N = b.shape[1]
+    ml = M // W
+    recv, sig = _buffers(("gemm_rs_cublas", M, N, dt, W), lambda: (
+        ash.aclshmem_create_tensor([W, ml, N], a.dtype),
+        ash.aclshmem_create_tensor([W * SIG_ELEMS], torch.int64)))
+    main = torch.cuda.current_stream()
+    sig.zero_()
+    ash.barrier_all_on_stream(main)
+    for j in range(1, W):  # owner me + j next receives from this rank at its wait j
+        owner = (me + j) % W
+        torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=ash.peer_tensor(recv, owner)[me])
+        ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=main)
+    torch.matmul(a[me * ml:(me + 1) * ml], b, out=recv[me])
+    for j in range(1, W):
+        ash.signal_wait_until_on_stream(sig[((me - j) % W) * SIG_ELEMS:], "eq", 1, stream=main)
+    n = ml * N
+    BLOCK = 2048
+    o = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    col.sum_partials_kernel[(cdiv(n, BLOCK),)](recv, o, W, n, BLOCK=BLOCK, num_warps=4)
+    ash.barrier_all_on_stream(main)  # the next call's partials must not land before every sum is done
+    if o is not out:
+        out.copy_(o)
     return out

@@ -49,8 +49,7 @@ namespace tdist::cu {
   X(cuStreamCreate)                  \
   X(cuStreamDestroy)                 \
   X(cuMemcpyHtoDAsync)               \
-  X(cuStreamWriteValue64)            \
-  X(cuStreamWaitValue64)
+  X(cuStreamWriteValue64)
 
 // Entry points newer drivers have and tdist uses when present (nullptr otherwise):
 // cuMemcpyBatchAsync (CUDA 12.8) carries CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE, which asks

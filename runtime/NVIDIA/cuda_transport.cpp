@@ -473,17 +473,17 @@ TDIST_EXPORT int tdist_cuda_signal_wait_until_on_stream(void *sig_addr, int cmp,
   return c_boundary("tdist_cuda_signal_wait_until_on_stream", [&] {
     TDIST_CHECK(cmp >= TDIST_CMP_EQ && cmp <= TDIST_CMP_LE, TDIST_ERR_INVALID_PARAM,
                 "tdist_cuda_signal_wait_until_on_stream: comparison %d is not a tdist_cmp_t (0..5)", cmp);
-    TDIST_CHECK(cmp == TDIST_CMP_EQ || cmp == TDIST_CMP_GE, TDIST_ERR_NOT_SUPPORTED,
-                "tdist_cuda_signal_wait_until_on_stream: comparison %d has no stream form (only "
-                "TDIST_CMP_EQ and TDIST_CMP_GE); wait in a kernel instead", cmp);
     TDIST_CHECK((uintptr_t(sig_addr) & 7) == 0, TDIST_ERR_INVALID_PARAM,
                 "tdist_cuda_signal_wait_until_on_stream: signal slot %p is not 8-byte aligned",
                 sig_addr);
     CudaTransport &t = active("tdist_cuda_signal_wait_until_on_stream");
-    t.make_current();
-    CUdeviceptr at = t.translate(sig_addr, 8, tdist_my_pe(), "tdist_cuda_signal_wait_until_on_stream");
-    unsigned flags = cmp == TDIST_CMP_EQ ? CU_STREAM_WAIT_VALUE_EQ : CU_STREAM_WAIT_VALUE_GEQ;
-    TDIST_CU(t.drv(), cuStreamWaitValue64(static_cast<CUstream>(stream), at, cuuint64_t(value), flags));
+    t.translate(sig_addr, 8, tdist_my_pe(), "tdist_cuda_signal_wait_until_on_stream");  // range check
+    CUfunction f = t.kernel("tdisti_nv_wait_kernel");
+    uint64_t *slot = static_cast<uint64_t *>(sig_addr);
+    int c = cmp;
+    uint64_t v = value;
+    void *args[] = {&slot, &c, &v};
+    TDIST_CU(t.drv(), cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, static_cast<CUstream>(stream), args, nullptr));
   });
 }
 

@@ -7,3 +7,17 @@
 // tdist_cuda_barrier_all_on_stream: one CTA, so it is the last to arrive at the grid barrier and
 // runs the cross-PE pull barrier itself.
 extern "C" __global__ void tdisti_nv_barrier_kernel(void) { tdist_barrier_all(); }
+
+// tdist_cuda_signal_wait_until_on_stream: one thread waits (bounded by the PE's wait timeout, with
+// the watchdog's abort), so later work on the stream starts only once the slot satisfies cmp. On
+// expiry or abort the fault is recorded and the kernel traps, so the stream never goes on with data
+// that did not arrive.
+extern "C" __global__ void tdisti_nv_wait_kernel(uint64_t *sig, int cmp, uint64_t value) {
+  if (threadIdx.x != 0) return;
+  const uint64_t seen = tdist_signal_wait_until(sig, cmp, value);
+  if (!tdisti_nv_cmp(seen, cmp, value)) {
+    printf("tdist: signal_wait_until_on_stream gave up: slot %p, cmp %d, expected %llu, seen %llu\n", sig, cmp,
+           (unsigned long long)value, (unsigned long long)seen);
+    __trap();
+  }
+}

@@ -2,7 +2,8 @@
 # One batched GPU-machine call: install, the tdist_kernels GPU worker at 2/4/8 ranks, the benchmark.
 # The GPU machine has no clang: carry .carry/libtdist_device.bc (and, to skip the C++ build there,
 # a cp312 wheel built here: pip wheel --no-build-isolation --no-deps -w .carry .).
-#   usage: OUT=... tests/gpu_kernels/device_run.sh      (NS="2 4 8", BN="2" to choose rank counts)
+#   usage: OUT=... tests/gpu_kernels/device_run.sh      (NS="2 4 8", BN="2" to choose rank counts;
+#          empty to skip; TAG, BENCH_T, BENCH_ARGS for the benchmark)
 set -u
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export TDIST_DEVICE_BITCODE=$PWD/.carry/libtdist_device.bc
@@ -41,10 +42,10 @@ bench() {
   echo "== bench -n $1 rc=$? ($(el))"
   grep -E "SUMMARY|Error|error|tdist-run:" "$OUT/bench-$1${TAG:-}.log" | head -40
 }
-NS=${NS:-2 4 8}
-BN=${BN:-2}
+NS=${NS-2 4 8}  # set but empty: no worker run
+BN=${BN-2}      # set but empty: no benchmark run
 first=${NS%% *}
-worker "$first"
+[ -n "$first" ] && worker "$first"
 for n in $BN; do bench "$n"; done
 for n in ${NS#"$first"}; do worker "$n"; done
 echo "== done ($(el))"

@@ -135,13 +135,15 @@ def scenario_gemm(seed, me, W):
             b = gen(seed, 99, tag + "b", (K, N), dt).cuda()
             ag = torch.cat([gen(seed, r, tag, (M, K), dt) for r in range(W)])
             ref = ag.double() @ b.cpu().double()
-            e = 0.0
-            for it in range(2):  # the second call checks the signal reset
-                out = poisoned((W * M, N), dt)
-                ops.ag_gemm(a, b, out=out, chunk_m=128 if M > 256 else None)
-                torch.cuda.synchronize()
-                e = max(e, rel_err(out, ref))
-            check(f"ag_gemm M={M} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+            for impl in ops.OVERLAP_IMPLS:
+                e = 0.0
+                for it in range(2):  # the second call checks the signal reset
+                    out = poisoned((W * M, N), dt)
+                    kw = {"chunk_m": 128 if M > 256 else None} if impl == "triton" else {}
+                    ops.ag_gemm(a, b, out=out, impl=impl, **kw)
+                    torch.cuda.synchronize()
+                    e = max(e, rel_err(out, ref))
+                check(f"ag_gemm {impl} M={M} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
             # GEMM + RS: M rows in total, each rank gets M / W
             Mr = M * W if M % W else M
             tag = f"rs-{Mr}-{K}-{N}-{dt}"
@@ -150,13 +152,14 @@ def scenario_gemm(seed, me, W):
             full = sum(gen(seed, r, tag, (Mr, K), dt).double() @ gen(seed, r, tag + "b", (K, N), dt).double()
                        for r in range(W))
             ml = Mr // W
-            e = 0.0
-            for it in range(2):
-                out = poisoned((ml, N), dt)
-                ops.gemm_rs(a, b, out=out)
-                torch.cuda.synchronize()
-                e = max(e, rel_err(out, full[me * ml:(me + 1) * ml]))
-            check(f"gemm_rs M={Mr} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+            for impl in ops.OVERLAP_IMPLS:
+                e = 0.0
+                for it in range(2):
+                    out = poisoned((ml, N), dt)
+                    ops.gemm_rs(a, b, out=out, impl=impl)
+                    torch.cuda.synchronize()
+                    e = max(e, rel_err(out, full[me * ml:(me + 1) * ml]))
+                check(f"gemm_rs {impl} M={Mr} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
 
 
 def scenario_errors(me, W):

@@ -58,11 +58,11 @@ TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t 
  *  symmetric int64/uint64 slot `sig_addr` on PE `pe` to `value`. Only TDIST_SIGNAL_SET is offered
  *  (the driver has no stream atomic add): TDIST_SIGNAL_ADD returns TDIST_ERR_NOT_SUPPORTED; use
  *  the device-side signal_op for counters.
- *  wait: later work on `stream` starts once this PE's slot `sig_addr` satisfies `cmp` `value`.
- *  TDIST_CMP_EQ, and TDIST_CMP_GE (the driver's wrapping compare: (int64)(*sig - value) >= 0, the
- *  same as >= while the two values are less than 2^63 apart); any other predicate returns
- *  TDIST_ERR_NOT_SUPPORTED. The wait is not bounded by tdist: bound it by the kernel-side waits
- *  of whoever sets the slot. */
+ *  wait: later work on `stream` starts once this PE's slot `sig_addr` satisfies `cmp` `value`
+ *  (any tdist_cmp_t, unsigned compare). One thread of a one-CTA kernel waits, bounded like every
+ *  device wait (the init attribute's wait timeout, and the watchdog's abort when a PE is lost); on
+ *  expiry it records the fault (tdist_cuda_check_fault names PE, offset, expected and seen) and
+ *  traps, so later work never runs on data that did not arrive. */
 TDIST_EXPORT int tdist_cuda_signal_on_stream(void *sig_addr, uint64_t value, int sig_op, int pe,
                                              void *stream);
 TDIST_EXPORT int tdist_cuda_signal_wait_until_on_stream(void *sig_addr, int cmp, uint64_t value,
