@@ -220,6 +220,7 @@ def main():
                     help="GEMM shapes MtotalxKxN, comma-separated (e.g. 8192x8192x3584)")
     ap.add_argument("--ar-bytes", default="4096,65536,262144,67108864")
     ap.add_argument("--no-nccl", action="store_true")
+    ap.add_argument("--heap-gib", type=int, default=4, help="symmetric heap per rank (the 256 MiB all-to-all needs ~1.3 GiB)")
     ap.add_argument("--graph", action="store_true",
                     help="time CUDA-graph replays of every op and baseline (no host launch overhead)")
     ap.add_argument("--impls", default="cublas,triton", help="AG+GEMM / GEMM+RS implementations to time")
@@ -228,7 +229,7 @@ def main():
     IMPLS[:] = args.impls.split(",")
     me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
-    ash.init_from_env(local_mem_size=1 << 30, backend=tdist.BACKEND_CUDA)
+    ash.init_from_env(local_mem_size=args.heap_gib << 30, backend=tdist.BACKEND_CUDA)
     torch.manual_seed(1234 + me)
     res = {"ranks": W, "gpus": torch.cuda.device_count(), "device": torch.cuda.get_device_name(),
            "sm_budget_per_rank": ops.sm_budget(), "mps_pct": os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")}

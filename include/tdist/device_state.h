@@ -50,4 +50,18 @@ typedef struct tdist_device_state {
   int32_t reserved0;
 } tdist_device_state_t;
 
+/* The hot, read-only part of the state as a copy in each GPU module's constant memory
+ * (`tdisti_fast`, patched next to `tdisti_device_state`): peer translation and my_pe / n_pes then
+ * cost constant-cache reads instead of dependent global loads, which every ld.acquire.sys poll
+ * would otherwise force back to L2. n_pes == 0 (jobs above TDIST_FAST_MAX_PES, or a module never
+ * patched) means "not filled": device code falls back to the state in global memory. */
+#define TDIST_FAST_MAX_PES 128
+typedef struct tdist_device_fast {
+  uint64_t heap_base;
+  uint64_t heap_size;
+  int32_t my_pe;
+  int32_t n_pes; /* 0: not filled */
+  uint64_t p2p_base[TDIST_FAST_MAX_PES]; /* 0: PE not reachable by load/store */
+} tdist_device_fast_t;
+
 #endif /* TDIST_DEVICE_STATE_H */

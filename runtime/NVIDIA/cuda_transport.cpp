@@ -37,6 +37,7 @@ CudaTransport *g_active = nullptr;
 std::vector<CUmodule> g_modules;
 
 constexpr const char *kStateSymbol = "tdisti_device_state";
+constexpr const char *kFastSymbol = "tdisti_fast";
 
 class CudaTransport final : public HeapTransport {
  public:
@@ -152,6 +153,9 @@ class CudaTransport final : public HeapTransport {
     TDIST_CU(drv_, cuCtxSynchronize());
     published_ = true;
     host_state_ = s;
+    p2p_copy_.assign(n, 0);
+    if (s.p2p_heap_base)
+      for (size_t i = 0; i < n; ++i) p2p_copy_[i] = uint64_t(uintptr_t(s.p2p_heap_base[i]));
     std::lock_guard<std::mutex> g(g_mu);
     for (CUmodule m : g_modules) patch(m);
   }
@@ -180,6 +184,10 @@ class CudaTransport final : public HeapTransport {
     {
       std::lock_guard<std::mutex> g(g_mu);
       if (g_active == this) g_active = nullptr;
+      // Registered modules forget this heap: a kernel launched after finalize finds no state and
+      // traps with "device state not bound" instead of touching unmapped memory.
+      if (drv_ && dstate_)
+        for (CUmodule m : g_modules) forget(m);
     }
     if (!drv_) return;
     if (ctx_) drv_->cuCtxSetCurrent(ctx_);
@@ -215,8 +223,49 @@ class CudaTransport final : public HeapTransport {
     if (drv_->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx_) TDIST_CU(drv_, cuCtxSetCurrent(ctx_));
   }
   const cu::Driver *drv() const { return drv_; }
+  int my_pe() const { return host_state_.my_pe; }
   CUdeviceptr dstate() const { return dstate_; }
   int ordinal() const { return ordinal_; }
+
+  // The constant-memory copy of the hot fields (device_state.h); n_pes 0 when it does not fit.
+  tdist_device_fast_t fast_state() const {
+    tdist_device_fast_t f;
+    std::memset(&f, 0, sizeof f);
+    const auto &s = host_state_;
+    if (!published_ || s.n_pes > TDIST_FAST_MAX_PES) return f;
+    f.heap_base = uint64_t(uintptr_t(s.heap_base));
+    f.heap_size = s.heap_size;
+    f.my_pe = s.my_pe;
+    for (size_t i = 0; i < p2p_copy_.size(); ++i) f.p2p_base[i] = p2p_copy_[i];
+    f.n_pes = s.n_pes;
+    return f;
+  }
+
+  // A module's constant copy, or 0 when the module has none (built before it existed). g_mu held.
+  CUdeviceptr fast_symbol(CUmodule m) {
+    CUdeviceptr sym = 0;
+    size_t sz = 0;
+    CUresult r = drv_->cuModuleGetGlobal(&sym, &sz, m, kFastSymbol);
+    if (r == CUDA_ERROR_NOT_FOUND) return 0;
+    TDIST_CHECK(r == CUDA_SUCCESS, TDIST_ERR_SMEM, "cuModuleGetGlobal(%s): %s", kFastSymbol,
+                cu::result_string(r).c_str());
+    TDIST_CHECK(sz == sizeof(tdist_device_fast_t), TDIST_ERR_INVALID_VALUE,
+                "module global %s has %zu bytes, expected %zu (a module built against another "
+                "device_state.h)", kFastSymbol, sz, sizeof(tdist_device_fast_t));
+    return sym;
+  }
+
+  void forget(CUmodule m) {
+    CUdeviceptr sym = 0;
+    size_t sz = 0;
+    void *null = nullptr;
+    if (drv_->cuModuleGetGlobal(&sym, &sz, m, kStateSymbol) == CUDA_SUCCESS && sz == sizeof null)
+      drv_->cuMemcpyHtoD(sym, &null, sizeof null);
+    tdist_device_fast_t zero;
+    std::memset(&zero, 0, sizeof zero);
+    if (drv_->cuModuleGetGlobal(&sym, &sz, m, kFastSymbol) == CUDA_SUCCESS && sz == sizeof zero)
+      drv_->cuMemcpyHtoD(sym, &zero, sizeof zero);
+  }
 
   // Patch one module's state global; a module without it is not ours to patch. g_mu held.
   void patch(CUmodule m) {
@@ -230,6 +279,10 @@ class CudaTransport final : public HeapTransport {
                 "module global %s has %zu bytes, expected a pointer", kStateSymbol, sz);
     void *p = reinterpret_cast<void *>(dstate_);
     TDIST_CU(drv_, cuMemcpyHtoD(sym, &p, sizeof p));
+    if (CUdeviceptr fs = fast_symbol(m)) {
+      const tdist_device_fast_t f = fast_state();
+      TDIST_CU(drv_, cuMemcpyHtoD(fs, &f, sizeof f));
+    }
   }
 
   // The library's own kernels (stream barrier), loaded on first use.
@@ -307,6 +360,7 @@ class CudaTransport final : public HeapTransport {
   CUdeviceptr dstate_ = 0;
   CUmodule kernels_ = nullptr;
   tdist_device_state_t host_state_{};
+  std::vector<uint64_t> p2p_copy_;  // host_state_.p2p_heap_base, owned here
 };
 
 CudaTransport &active(const char *api) {
@@ -340,6 +394,19 @@ extern "C" {
 TDIST_EXPORT void *tdist_cuda_device_state(void) {
   std::lock_guard<std::mutex> g(g_mu);
   return g_active ? reinterpret_cast<void *>(g_active->dstate()) : nullptr;
+}
+
+TDIST_EXPORT int tdist_cuda_fast_state(void *out, size_t size) {
+  return c_boundary("tdist_cuda_fast_state", [&] {
+    TDIST_CHECK(out, TDIST_ERR_INVALID_PARAM, "out is NULL");
+    TDIST_CHECK(size == sizeof(tdist_device_fast_t), TDIST_ERR_INVALID_PARAM,
+                "size %zu is not sizeof(tdist_device_fast_t) = %zu (built against another "
+                "device_state.h?)", size, sizeof(tdist_device_fast_t));
+    CudaTransport &t = active("tdist_cuda_fast_state");
+    std::lock_guard<std::mutex> g(g_mu);
+    const tdist_device_fast_t f = t.fast_state();
+    std::memcpy(out, &f, sizeof f);
+  });
 }
 
 TDIST_EXPORT int tdist_cuda_device(void) {
@@ -477,7 +544,7 @@ TDIST_EXPORT int tdist_cuda_signal_wait_until_on_stream(void *sig_addr, int cmp,
                 "tdist_cuda_signal_wait_until_on_stream: signal slot %p is not 8-byte aligned",
                 sig_addr);
     CudaTransport &t = active("tdist_cuda_signal_wait_until_on_stream");
-    t.translate(sig_addr, 8, tdist_my_pe(), "tdist_cuda_signal_wait_until_on_stream");  // range check
+    t.translate(sig_addr, 8, t.my_pe(), "tdist_cuda_signal_wait_until_on_stream");  // range check
     CUfunction f = t.kernel("tdisti_nv_wait_kernel");
     uint64_t *slot = static_cast<uint64_t *>(sig_addr);
     int c = cmp;

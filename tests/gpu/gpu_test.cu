@@ -593,6 +593,64 @@ TEST_F(Gpu, CopyEnginePutGet) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The constant-memory copy of the hot fields matches the host's view of the state.
+TEST_F(Gpu, FastStateMatchesHostTable) {
+  tdist_device_fast_t f;
+  TD(tdist_cuda_fast_state(&f, sizeof f));
+  const tdist_device_state_t *s = tdist_host_device_state();
+  ASSERT_EQ(f.n_pes, npes());
+  EXPECT_EQ(f.my_pe, me());
+  EXPECT_EQ(f.heap_base, uint64_t(uintptr_t(s->heap_base)));
+  EXPECT_EQ(f.heap_size, s->heap_size);
+  for (int pe = 0; pe < npes(); ++pe) EXPECT_EQ(f.p2p_base[pe], uint64_t(uintptr_t(s->p2p_heap_base[pe]))) << pe;
+  EXPECT_EQ(tdist_cuda_fast_state(&f, sizeof f - 8), TDIST_ERR_INVALID_PARAM);
+  EXPECT_EQ(tdist_cuda_fast_state(nullptr, sizeof f), TDIST_ERR_INVALID_PARAM);
+}
+
+// Stream signals: copy-engine put, stream signal at the target, bounded stream wait, then a kernel
+// that reads the data; round after round on one stream, no host synchronisation in between.
+__global__ void read_first(const uint64_t *data, uint64_t *out, int round) { out[round] = data[0]; }
+
+TEST_F(Gpu, StreamSignalPutWait) {
+  const int right = (me() + 1) % npes(), left = (me() + npes() - 1) % npes();
+  auto *slot = static_cast<uint64_t *>(tdist_calloc(1, 64));
+  auto *data = static_cast<uint64_t *>(tdist_malloc(1 << 20));
+  uint64_t *src, *out;
+  CK(cudaMalloc(&src, 1 << 20));
+  CK(cudaMalloc(&out, 8 * 8));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  TD(tdist_host_barrier_all());
+  for (int round = 1; round <= 5; ++round) {
+    const uint64_t v = 1000 * round + me();
+    CK(cudaMemcpyAsync(src, &v, 8, cudaMemcpyHostToDevice, s));
+    TD(tdist_cuda_putmem_on_stream(data, src, 1 << 20, right, s));
+    TD(tdist_cuda_signal_on_stream(slot, uint64_t(round), TDIST_SIGNAL_SET, right, s));
+    TD(tdist_cuda_signal_wait_until_on_stream(slot, TDIST_CMP_GE, uint64_t(round), s));
+    read_first<<<1, 1, 0, s>>>(data, out, round);
+    TD(tdist_cuda_barrier_all_on_stream(s));  // nobody overwrites before everyone read
+  }
+  CK(cudaStreamSynchronize(s));
+  TD(tdist_cuda_check_fault(s));
+  uint64_t h[8];
+  CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
+  for (int round = 1; round <= 5; ++round) EXPECT_EQ(h[round], uint64_t(1000 * round + left)) << "round " << round;
+  EXPECT_EQ(tdist_cuda_signal_on_stream(slot, 1, TDIST_SIGNAL_ADD, right, s), TDIST_ERR_NOT_SUPPORTED);
+  EXPECT_EQ(tdist_cuda_signal_on_stream(slot, 1, 7, right, s), TDIST_ERR_INVALID_PARAM);
+  EXPECT_EQ(tdist_cuda_signal_on_stream(reinterpret_cast<char *>(slot) + 4, 1, TDIST_SIGNAL_SET, right, s),
+            TDIST_ERR_INVALID_PARAM);
+  EXPECT_EQ(tdist_cuda_signal_on_stream(src, 1, TDIST_SIGNAL_SET, right, s), TDIST_ERR_INVALID_PARAM)
+      << "a slot outside the heap must be rejected";
+  EXPECT_EQ(tdist_cuda_signal_wait_until_on_stream(slot, 9, 1, s), TDIST_ERR_INVALID_PARAM);
+  TD(tdist_host_barrier_all());
+  CK(cudaStreamDestroy(s));
+  cudaFree(src);
+  cudaFree(out);
+  TD(tdist_free(data));
+  TD(tdist_free(slot));
+}
+
+// ---------------------------------------------------------------------------------------------
 TEST_F(Gpu, CollectiveAllocMismatchFailsEverywhere) {
   if (npes() < 2) GTEST_SKIP() << "needs 2 PEs";
   void *p = tdist_malloc(me() == 0 ? 4096 : 8192);

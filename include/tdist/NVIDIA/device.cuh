@@ -86,9 +86,12 @@
 #define TDISTI_NV_CONST_VAR __attribute__((constant))
 #ifdef TDIST_NV_STATE_EXTERN
 extern "C" TDISTI_NV_CONST_VAR tdist_device_state_t *tdisti_device_state;
+extern "C" TDISTI_NV_CONST_VAR tdist_device_fast_t tdisti_fast;
 #else
 extern "C" {
 TDISTI_NV_CONST_VAR tdist_device_state_t *tdisti_device_state = 0;
+/* Constant-memory copy of the hot fields (device_state.h); n_pes == 0 until the host fills it. */
+TDISTI_NV_CONST_VAR tdist_device_fast_t tdisti_fast = {0, 0, 0, 0, {0}};
 }
 #endif
 
@@ -244,6 +247,7 @@ TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state(void) {
 }
 /* Base of PE `pe`'s heap in the p2p table (NULL: not reachable by load/store). */
 TDISTI_NV_FN char *tdisti_nv_p2p_base(const tdist_device_state_t *st, int pe) {
+  if (tdisti_fast.n_pes > 0) return (char *)(uintptr_t)tdisti_fast.p2p_base[pe];
   void **tab = (void **)TDISTI_NV_SF_PTR(st, p2p_heap_base);
   return (char *)(uintptr_t)tdisti_nv_ldc_u64(tab + pe);
 }
@@ -407,6 +411,14 @@ TDISTI_NV_FN void tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_t f
 
 /* ---- address translation ---- */
 TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
+  const int32_t fn = tdisti_fast.n_pes;
+  if (fn > 0) {  /* constant-cache path: no dependent global load */
+    const uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)tdisti_fast.heap_base);
+    if (pe >= 0 && pe < fn && off < tdisti_fast.heap_size) {
+      const uint64_t base = tdisti_fast.p2p_base[pe];
+      return base ? (void *)(uintptr_t)(base + off) : 0;
+    }
+  }
   tdist_device_state_t *st = tdisti_nv_state();
   if (st == 0) {
     tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, 0, -1, 0, 0);
@@ -424,8 +436,11 @@ TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
 
 /* ---- bulk copy: lanes idx, idx+stride, ... of a cooperating group copy n bytes ----
  * 16-byte vectors when dst and src share their alignment modulo 16 (head and tail bytewise),
- * else 8-, 4-byte or byte elements. Four independent vectors per thread are in flight per
- * iteration. Plain (weak) loads and stores: ordering comes from the fences / release ops. */
+ * else 8-, 4-byte or byte elements. TDISTI_NV_COPY_UNROLL independent vectors per thread are in
+ * flight per iteration. Plain (weak) loads and stores: ordering comes from the fences / release ops. */
+#ifndef TDISTI_NV_COPY_UNROLL
+#define TDISTI_NV_COPY_UNROLL 8
+#endif
 struct __attribute__((aligned(16))) tdisti_nv_v16 {
   uint32_t x, y, z, w;
 };
@@ -448,14 +463,17 @@ TDISTI_NV_FN void tdisti_nv_st(tdisti_nv_v16 *p, tdisti_nv_v16 v) { tdisti_nv_st
 
 template <class V>
 TDISTI_NV_FN void tdisti_nv_copy_elems(V *d, const V *s, size_t n, size_t idx, size_t stride) {
+  /* TDISTI_NV_COPY_UNROLL independent loads in flight per thread before their stores: the stores
+   * (asm volatile, memory clobber) keep the next batch's loads behind them, so this depth is all
+   * the memory parallelism a thread offers. */
+  enum { U = TDISTI_NV_COPY_UNROLL };
   size_t i = idx;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    V a = tdisti_nv_ld(s + i), b = tdisti_nv_ld(s + i + stride);
-    V c = tdisti_nv_ld(s + i + 2 * stride), e = tdisti_nv_ld(s + i + 3 * stride);
-    tdisti_nv_st(d + i, a);
-    tdisti_nv_st(d + i + stride, b);
-    tdisti_nv_st(d + i + 2 * stride, c);
-    tdisti_nv_st(d + i + 3 * stride, e);
+  for (; i + (U - 1) * stride < n; i += U * stride) {
+    V r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) r[u] = tdisti_nv_ld(s + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u) tdisti_nv_st(d + i + u * stride, r[u]);
   }
   for (; i < n; i += stride) tdisti_nv_st(d + i, tdisti_nv_ld(s + i));
 }
@@ -518,8 +536,12 @@ TDISTI_NV_FN void tdisti_nv_notify(T *slot, T v, int32_t pe, int32_t op) {
  * The device ABI (thread form).
  * ====================================================================================== */
 
-TDISTI_NV_ABI int tdist_my_pe(void) { return TDISTI_NV_SF_S32(tdisti_nv_state_checked(), my_pe); }
-TDISTI_NV_ABI int tdist_n_pes(void) { return TDISTI_NV_SF_S32(tdisti_nv_state_checked(), n_pes); }
+TDISTI_NV_ABI int tdist_my_pe(void) {
+  return tdisti_fast.n_pes > 0 ? tdisti_fast.my_pe : TDISTI_NV_SF_S32(tdisti_nv_state_checked(), my_pe);
+}
+TDISTI_NV_ABI int tdist_n_pes(void) {
+  return tdisti_fast.n_pes > 0 ? tdisti_fast.n_pes : TDISTI_NV_SF_S32(tdisti_nv_state_checked(), n_pes);
+}
 TDISTI_NV_ABI void *tdist_ptr(const void *addr, int pe) { return tdisti_nv_ptr(addr, pe); }
 
 /* Typed p (release store: usable as a flag) and g (relaxed system-scope load). */
@@ -847,6 +869,10 @@ static inline int tdist_cuda_bind_state(void) {
   if (p == 0) return -5; /* TDIST_ERR_NOT_INITED */
   if (cudaSetDevice(tdist_cuda_device()) != cudaSuccess) return -3;
   if (cudaMemcpyToSymbol(tdisti_device_state, &p, sizeof p) != cudaSuccess) return -3;
+  tdist_device_fast_t f;
+  int st = tdist_cuda_fast_state(&f, sizeof f);
+  if (st != 0) return st;
+  if (cudaMemcpyToSymbol(tdisti_fast, &f, sizeof f) != cudaSuccess) return -3;
   return 0;
 }
 #endif

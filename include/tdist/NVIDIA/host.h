@@ -24,6 +24,11 @@ extern "C" {
  *  `tdisti_device_state` global must hold), or NULL when the CUDA backend is not initialised. */
 TDIST_EXPORT void *tdist_cuda_device_state(void);
 
+/** Fill `*out` (`size` must be sizeof(tdist_device_fast_t), include/tdist/device_state.h) with the
+ *  constant-memory copy every module's `tdisti_fast` holds (tdist_cuda_bind_state copies it; module
+ *  registration patches it). Jobs above TDIST_FAST_MAX_PES get n_pes = 0 (global-memory path). */
+TDIST_EXPORT int tdist_cuda_fast_state(void *out, size_t size);
+
 /** CUDA device ordinal this PE's heap lives on, or -1 when the CUDA backend is not initialised. */
 TDIST_EXPORT int tdist_cuda_device(void);
 
