@@ -44,6 +44,21 @@ def test_init_attr_validation():
     assert ash.OpEngineType.MTE == 1 and ash.OpEngineType.UDMA == 8
 
 
+def test_stream_api_validation_without_a_gpu():
+    """The stream forms check their arguments before reaching the CUDA backend, and without it fail
+    with a named error (never a crash)."""
+    with pytest.raises(tdist.InvalidParam, match="cmp='above' is not one of"):
+        ash.signal_wait_until_on_stream(0, "above", 1, stream=0)
+    with pytest.raises(tdist.InvalidParam, match="sig_op='xor' is not 'set' or 'add'"):
+        ash.signal_op_on_stream(0, 1, 0, sig_op="xor", stream=0)
+    with pytest.raises(tdist.InvalidParam, match="nbytes is required"):
+        ash.putmem_on_stream(0, 0, 0, stream=0)
+    with pytest.raises(tdist.InvalidParam, match="needs a torch CUDA tensor"):
+        ash.peer_tensor(object(), 0)
+    with pytest.raises(tdist.TdistError, match="tdist_cuda_signal_on_stream"):
+        ash.signal_op_on_stream(0, 1, 0, stream=0)  # no CUDA backend here: NotInitialized / NotSupported
+
+
 def _worker(rank, n, port, q):
     try:
         import numpy as np
