@@ -201,13 +201,13 @@ def bench_ar(me, W, res, reps, sizes):
     for nbytes in sizes:
         x = torch.randn(max(1, nbytes // 2), device="cuda").to(torch.bfloat16)
         row = {}
-        for variant in ("one_shot", "two_shot", "ring"):
+        for variant in ops.ALLREDUCE_VARIANTS:
             t = worst(timed(lambda: ops.all_reduce(x, variant=variant), reps, what=f"all_reduce {variant} {nbytes} B"))
             row[variant] = {"s": t, "busbw_GBps": 2 * (W - 1) / W * nbytes / t / 1e9}
         if dist is not None:
             y = x.clone()
             row["nccl_s"] = worst(timed(lambda: dist.all_reduce(y), reps))
-            for variant in ("one_shot", "two_shot", "ring"):
+            for variant in ops.ALLREDUCE_VARIANTS:
                 row[variant]["vs_nccl_latency"] = row[variant]["s"] / row["nccl_s"]
         res["all_reduce"][str(nbytes)] = row
         ops.release()
@@ -274,7 +274,7 @@ def main():
                       f"matmul alone {row['matmul_alone_s'] * 1e3:.3f} ms; {impls}{extra}")
         for nb, row in res.get("all_reduce", {}).items():
             print(f"SUMMARY W={W} {mode} all_reduce {int(nb)} B: " + ", ".join(
-                f"{v} {row[v]['s'] * 1e6:.1f} us" for v in ("one_shot", "two_shot", "ring")) + (
+                f"{v} {row[v]['s'] * 1e6:.1f} us" for v in ops.ALLREDUCE_VARIANTS) + (
                 f", NCCL {row['nccl_s'] * 1e6:.1f} us" if "nccl_s" in row else ""))
 
 

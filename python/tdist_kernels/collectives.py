@@ -30,7 +30,7 @@ import triton_dist.language as dl
 
 from ._common import SIG, WAIT_NS, bar_slots, cdiv, fence_sys, grid_barrier
 
-ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring")
+ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,6 +136,52 @@ def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
         tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=m)
     # nobody may overwrite buf (next call) while a peer still reads it
     grid_barrier(bar_ptr, 2, rank, world)
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, flag_ptr, epoch_ptr, rank, world, N, BLOCK: tl.constexpr):
+    """Low-latency one-shot all-reduce: one launch, no barrier, no signal reset.
+
+    Program ``pid`` runs epoch ``e`` (its own counter, kept on the device so CUDA-graph replays
+    advance it): it pushes its chunks of ``x`` into buffer ``e % 2`` of every PE at slot ``rank``,
+    sets flag ``(e % 2, pid, rank)`` to ``e`` at every PE, waits until flags ``(e % 2, pid, 0..W-1)``
+    all equal ``e`` here, and sums the W slots in rank order (fp32; bitwise equal on every PE).
+    Reuse is safe without a barrier: this program writes buffer ``e % 2`` again at epoch ``e + 2``
+    only after it saw every peer's epoch ``e + 1`` flag, which a peer sets after its epoch ``e``
+    launch (the last reader of that buffer) completed. Flags only grow, so none is ever reset.
+    Every program of a launch must be resident (its peers' programs wait for its flags): the host
+    keeps the grid small."""
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    NN = N.to(tl.int64)
+    e = tl.load(epoch_ptr + pid * SIG) + 1
+    par = e % 2
+    for off in range(pid * BLOCK, N, nprog * BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        m = idx < N
+        v = tl.load(x_ptr + idx, mask=m)
+        for j in range(0, world):
+            t = (rank + j) % world
+            tl.store(dl.symm_at(buf_ptr, t) + (par * world + rank) * NN + idx, v, mask=m)
+    fence_sys()
+    for j in range(0, world):
+        dl.notify(flag_ptr + ((par * nprog + pid) * world + rank) * SIG, (rank + j) % world, e)
+    tok = dl.wait(flag_ptr + (par * nprog + pid) * world * SIG, world, "gpu", "acquire", waitValue=e,
+                  timeout_ns=WAIT_NS)
+    b = dl.consume_token(buf_ptr, tok)
+    for off in range(pid * BLOCK, N, nprog * BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        m = idx < N
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for r in range(0, world):
+            acc += tl.load(b + (par * world + r) * NN + idx, mask=m, other=0.0).to(tl.float32)
+        tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=m)
+    tl.store(epoch_ptr + pid * SIG, e)
+
+
+def ll_flag_slots(world, grid):
+    """Flags ``[2, grid, W]`` then one epoch slot per program."""
+    return 2 * grid * world + grid
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
@@ -248,6 +294,9 @@ def compile_cases(dtype="fp16"):
          {"x_ptr": p, "out_ptr": p, "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_xs": i, "stride_xh": i,
           "stride_os": i, "stride_oh": i}, {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256}),
         ("sum_partials", sum_partials_kernel, {"part_ptr": p, "out_ptr": p, "world": i, "n": i}, {"BLOCK": 2048}),
+        ("allreduce_ll", allreduce_ll_kernel,
+         {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "flag_ptr": "*i64", "epoch_ptr": "*i64", "rank": i, "world": i,
+          "N": i}, {"BLOCK": 1024}),
         ("allreduce_one_shot", allreduce_one_shot_kernel,
          {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
          {"BLOCK": 2048}),

@@ -32,6 +32,8 @@ from . import _validate as v
 from ._common import SIG_ELEMS, KernelArgError, cdiv, resident_grid
 from ._common import bar_slots
 
+ALLREDUCE_VARIANTS = col.ALLREDUCE_VARIANTS
+
 __all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm", "gemm_rs", "release",
            "KernelArgError", "sm_budget", "sm_info"]
 
@@ -277,8 +279,15 @@ def dispatch_all_to_all(x, out=None, variant="staged"):
     return out
 
 
+LL_BLOCK = 1024
+
+
 def all_reduce(x, variant="two_shot", out=None):
-    """Sum of ``x`` over all ranks (any shape; reduced as a flat array). Bitwise equal on every rank."""
+    """Sum of ``x`` over all ranks (any shape; reduced as a flat array). Bitwise equal on every rank.
+
+    ``variant``: "one_shot", "two_shot", "ring" (seed 003's protocol: signal reset and two stream
+    barriers around each launch), or "one_shot_ll" (one launch, epoch-valued flags, no barrier and
+    no reset: the small-message latency form; its buffers hold 2 x W copies of ``x``)."""
     torch, ash, tdist = _rt()
     what = "all_reduce"
     v.check_variant(what, variant, col.ALLREDUCE_VARIANTS)
@@ -295,6 +304,21 @@ def all_reduce(x, variant="two_shot", out=None):
                              f"{out.dtype}")
     BLOCK = 2048
     nsm = sm_budget()
+    if variant == "one_shot_ll":
+        grid = max(1, min(allreduce_grid(nsm), cdiv(N, LL_BLOCK)))
+
+        def make():
+            buf = ash.aclshmem_create_tensor([2 * W * N], x.dtype)
+            flags = ash.aclshmem_create_tensor([col.ll_flag_slots(W, grid) * SIG_ELEMS], torch.int64)
+            flags.zero_()  # once: epochs and flags only grow afterwards
+            torch.cuda.synchronize()
+            ash.barrier_all()  # no peer's first flag may land before this PE's clear
+            return buf, flags
+
+        buf, flags = _buffers((what, variant, N, dt, W, grid), make)
+        eps = flags[2 * grid * W * SIG_ELEMS:]
+        col.allreduce_ll_kernel[(grid,)](xf, buf, out, flags, eps, me, W, N, BLOCK=LL_BLOCK, num_warps=4)
+        return out.view(x.shape)
     if variant == "ring":
         recv, sig = _buffers((what, variant, N, dt, W), lambda: (
             ash.aclshmem_create_tensor([col.ring_buffer_elems(W, N)], x.dtype),

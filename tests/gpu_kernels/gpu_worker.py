@@ -117,12 +117,15 @@ def scenario_allreduce(seed, me, W):
             tag = f"ar-{N}-{dt}"
             x = gen(seed, me, tag, (N,), dt).cuda()
             ref = sum(gen(seed, r, tag, (N,), dt).double() for r in range(W))
-            for variant in ("one_shot", "two_shot", "ring"):
-                out = poisoned((N,), dt)
-                ops.all_reduce(x, variant=variant, out=out)
-                torch.cuda.synchronize()
-                e = rel_err(out, ref)
-                same = same_on_all_ranks(out)
+            for variant in ops.ALLREDUCE_VARIANTS:
+                # the low-latency form runs 3 times: epochs 1, 2, 3 (both buffers, then reuse)
+                e, same = 0.0, True
+                for it in range(3 if variant == "one_shot_ll" else 1):
+                    out = poisoned((N,), dt)
+                    ops.all_reduce(x, variant=variant, out=out)
+                    torch.cuda.synchronize()
+                    e = max(e, rel_err(out, ref))
+                    same &= same_on_all_ranks(out)
                 check(f"all_reduce {variant} N={N} {dt}", e <= AR_TOL[dt] and same,
                       f"rel_err={e:.2e} tol={AR_TOL[dt]:.0e} bitwise-equal-across-ranks={same}")
 
