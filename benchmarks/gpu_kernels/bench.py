@@ -5,23 +5,28 @@
 All ranks run each op at the same time (a stream barrier over all PEs before every timed repetition),
 so on one GPU under MPS the baselines run under the same SM sharing as the kernels:
 
-* reverse all-to-all (3 variants) vs the copy ceiling (each rank copies the same bytes device to
+* reverse all-to-all (direct, mte, bulk, wait_notify) and dispatch (staged, direct) vs the copy ceiling (each rank copies the same bytes device to
   device, read + write counted: ``ratio = t_copy / t_a2a``, goal >= 0.85) and vs a torch reference
   (the same permutation done locally by ``a.view(W, S, H, D).transpose(0, 1).reshape(...)``);
-* AG + GEMM vs torch.matmul alone on the gathered shape, GEMM + RS vs torch.matmul alone on the full
+* AG + GEMM (cuBLAS and Triton forms) vs torch.matmul alone on the gathered shape, GEMM + RS vs torch.matmul alone on the full
   (M, K) x (K, N) product: ``ratio = t_fused / t_matmul``, goal <= 1.10;
-* all-reduce (3 variants) latency / bus bandwidth;
+* all-reduce (one_shot, two_shot, ring, one_shot_ll) latency / bus bandwidth;
 * with one GPU per rank (torch.cuda.device_count() >= W): NCCL through torch.distributed
   (all_to_all_single, all_gather_into_tensor + matmul, matmul + reduce_scatter_tensor, all_reduce).
 
 Each op's time is the median of per-repetition CUDA-event times of the whole op as a user calls it
-(signal reset and the protocol's two barriers included).
+(signal reset and the protocol's two barriers included); ``--graph`` times CUDA-graph replays.
+Every op's result is checked once outside the timing: inputs are fresh random tensors (a seed drawn
+by rank 0 per run; every rank rebuilds its peers' inputs for the reference), the output is
+poisoned with NaN first, data movement must match exactly, arithmetic within a stated relative
+error; any miss fails the job.
 """
 import argparse
 import json
 import os
 import statistics
 import sys
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
@@ -95,6 +100,37 @@ def timed(fn, reps, warmup=2, what=None):
     return statistics.median(ts)
 
 
+SEED = [0]
+CHECKS = {"passed": 0, "failed": []}
+
+
+def rgen(pe, tag, shape, dtype):
+    """Fresh random input of PE ``pe`` (seed drawn by rank 0 for this run): every rank can rebuild
+    any peer's input on its own GPU for the reference."""
+    g = torch.Generator(device="cuda")
+    g.manual_seed((SEED[0] * 1000003 + pe * 7919 + zlib.crc32(tag.encode())) % 2**62)
+    return torch.randn(*shape, generator=g, device="cuda").to(dtype)
+
+
+def verify(name, fn, out, ref, tol=0.0):
+    """One checked call of ``fn`` (outside the timing): ``out`` poisoned with NaN first, then compared
+    with ``ref`` exactly (``tol`` 0: data only moves) or by relative error of the norm."""
+    out.fill_(float("nan"))
+    fn()
+    torch.cuda.synchronize()
+    if tol == 0.0:
+        ok, detail = bool(torch.equal(out, ref)), "exact"
+    else:
+        o, r = out.double(), ref.double()
+        err = float("inf") if torch.isnan(o).any() else float((o - r).norm() / max(float(r.norm()), 1e-30))
+        ok, detail = err <= tol, f"rel_err {err:.2e} (tol {tol:.0e})"
+    if ok:
+        CHECKS["passed"] += 1
+    else:
+        CHECKS["failed"].append(f"{name}: {detail}")
+        print(f"CHECK FAILED {name}: {detail}", file=sys.stderr, flush=True)
+
+
 def worst(t):
     """The slowest rank's time (all ranks must call it)."""
     got = tdist.ctrl_allgather(float(t).hex().encode().ljust(32))
@@ -113,7 +149,9 @@ def bench_a2a(me, W, res, reps, sizes_mb):
     res["a2a"] = []
     for mb in sizes_mb:
         S = max(1, int(mb * 2**20) // (2 * H * D * W))
-        a = torch.randn(S * W, H, D, device="cuda").to(dt)
+        tag = f"a2a-{mb}"
+        a = rgen(me, tag, (S * W, H, D), dt)
+        ref = torch.cat([rgen(r, tag, (S * W, H, D), dt)[me * S:(me + 1) * S] for r in range(W)], dim=1)
         nbytes = a.numel() * a.element_size()
         src = torch.randn(nbytes // 2, device="cuda").to(dt)
         dst = torch.empty_like(src)
@@ -130,15 +168,21 @@ def bench_a2a(me, W, res, reps, sizes_mb):
         for variant in ("direct", "mte", "bulk", "wait_notify"):
             out = sym if variant == "direct" else torch.empty(S, H * W, D, device="cuda", dtype=dt)
             t = worst(timed(lambda: ops.reverse_all_to_all(a, variant=variant, out=out), reps, what=f"a2a {variant}"))
+            verify(f"a2a {variant} {mb} MiB", lambda: ops.reverse_all_to_all(a, variant=variant, out=out), out, ref)
             row[variant] = {"s": t, "GBps_rw": 2 * nbytes / t / 1e9, "vs_copy_ceiling": t_copy / t,
                             "vs_torch_local": t_torch / t}
             if dist is not None:
                 row[variant]["vs_nccl"] = row["nccl_all_to_all_single_s"] / t
-        x = torch.randn(S, H * W, D, device="cuda").to(dt)
+        del ref
+        x = rgen(me, tag + "d", (S, H * W, D), dt)
+        refd = torch.cat([rgen(r, tag + "d", (S, H * W, D), dt)[:, me * H:(me + 1) * H] for r in range(W)], dim=0)
         t = worst(timed(lambda: ops.dispatch_all_to_all(x), reps))
+        dout = torch.empty(S * W, H, D, device="cuda", dtype=dt)
+        verify(f"dispatch staged {mb} MiB", lambda: ops.dispatch_all_to_all(x, out=dout), dout, refd)
         row["dispatch_staged"] = {"s": t, "vs_copy_ceiling": t_copy / t}
         dsym = ash.aclshmem_create_tensor([S * W, H, D], dt)
         t = worst(timed(lambda: ops.dispatch_all_to_all(x, out=dsym, variant="direct"), reps))
+        verify(f"dispatch direct {mb} MiB", lambda: ops.dispatch_all_to_all(x, out=dsym, variant="direct"), dsym, refd)
         row["dispatch_direct"] = {"s": t, "vs_copy_ceiling": t_copy / t}
         if dist is not None:
             for k in ("dispatch_staged", "dispatch_direct"):
@@ -158,8 +202,9 @@ def bench_gemm(me, W, res, reps, shapes):
     res["ag_gemm"], res["gemm_rs"] = [], []
     for (Mt, K, N) in shapes:
         M = Mt // W
-        a = torch.randn(M, K, device="cuda").to(dt)
-        b = torch.randn(K, N, device="cuda").to(dt)
+        tag = f"gemm-{Mt}-{K}-{N}"
+        a = rgen(me, tag, (M, K), dt)
+        b = rgen(999, tag + "b", (K, N), dt)  # the same b on every rank
         full = torch.randn(W * M, K, device="cuda").to(dt)
         t_mm = worst(timed(lambda: torch.matmul(full, b), reps))
         flops = 2.0 * W * M * K * N
@@ -169,6 +214,10 @@ def bench_gemm(me, W, res, reps, shapes):
                "matmul_one_rank_rows_s": t_part}
         for impl in IMPLS:
             t = worst(timed(lambda: ops.ag_gemm(a, b, impl=impl), reps, what=f"ag_gemm {impl} {Mt}x{K}x{N}"))
+            o = torch.empty(W * M, N, device="cuda", dtype=dt)
+            ref = torch.cat([rgen(r, tag, (M, K), dt) for r in range(W)]).float() @ b.float()
+            verify(f"ag_gemm {impl} {Mt}x{K}x{N}", lambda: ops.ag_gemm(a, b, out=o, impl=impl), o, ref, tol=2e-2)
+            del ref
             row[impl] = {"s": t, "ratio_vs_matmul": t / t_mm, "TFLOPs_per_rank": flops / t / 1e12}
         t_ag = min(row[i]["s"] for i in IMPLS)
         row["fused_s"], row["ratio_vs_matmul"] = t_ag, t_ag / t_mm
@@ -178,11 +227,15 @@ def bench_gemm(me, W, res, reps, shapes):
             row["nccl_ag_then_cublas_s"] = t_seq
             row["speedup_vs_nccl_seq"] = t_seq / t_ag
         res["ag_gemm"].append(row)
-        a2 = torch.randn(W * M, K, device="cuda").to(dt)
+        a2 = rgen(me, tag + "rs", (W * M, K), dt)
         t_mm2 = worst(timed(lambda: torch.matmul(a2, b), reps))
         row = {"M": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm2}
         for impl in IMPLS:
             t = worst(timed(lambda: ops.gemm_rs(a2, b, impl=impl), reps, what=f"gemm_rs {impl} {Mt}x{K}x{N}"))
+            o = torch.empty(M, N, device="cuda", dtype=dt)
+            ref = sum(rgen(r, tag + "rs", (W * M, K), dt)[me * M:(me + 1) * M].float() @ b.float() for r in range(W))
+            verify(f"gemm_rs {impl} {Mt}x{K}x{N}", lambda: ops.gemm_rs(a2, b, out=o, impl=impl), o, ref, tol=2e-2)
+            del ref
             row[impl] = {"s": t, "ratio_vs_matmul": t / t_mm2}
         t_rs = min(row[i]["s"] for i in IMPLS)
         row["fused_s"], row["ratio_vs_matmul"] = t_rs, t_rs / t_mm2
@@ -199,10 +252,15 @@ def bench_ar(me, W, res, reps, sizes):
     dist = _nccl()
     res["all_reduce"] = {}
     for nbytes in sizes:
-        x = torch.randn(max(1, nbytes // 2), device="cuda").to(torch.bfloat16)
+        n = max(1, nbytes // 2)
+        x = rgen(me, f"ar-{nbytes}", (n,), torch.bfloat16)
+        ref = sum(rgen(r, f"ar-{nbytes}", (n,), torch.bfloat16).float() for r in range(W))
+        o = torch.empty(n, device="cuda", dtype=torch.bfloat16)
         row = {}
         for variant in ops.ALLREDUCE_VARIANTS:
             t = worst(timed(lambda: ops.all_reduce(x, variant=variant), reps, what=f"all_reduce {variant} {nbytes} B"))
+            verify(f"all_reduce {variant} {nbytes} B", lambda: ops.all_reduce(x, variant=variant, out=o), o, ref,
+                   tol=1.5e-2)
             row[variant] = {"s": t, "busbw_GBps": 2 * (W - 1) / W * nbytes / t / 1e9}
         if dist is not None:
             y = x.clone()
@@ -234,6 +292,8 @@ def main():
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
     ash.init_from_env(local_mem_size=args.heap_gib << 30, backend=tdist.BACKEND_CUDA)
     torch.manual_seed(1234 + me)
+    got = tdist.ctrl_allgather(int.from_bytes(os.urandom(8), "little").to_bytes(8, "little"))
+    SEED[0] = int.from_bytes(bytes(got[:8]), "little")  # rank 0's draw, the same on every rank
     res = {"ranks": W, "gpus": torch.cuda.device_count(), "device": torch.cuda.get_device_name(),
            "sm_budget_per_rank": ops.sm_budget(), "mps_pct": os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")}
     wanted = args.ops.split(",")
@@ -252,6 +312,7 @@ def main():
     ops.release()
     ash.aclshmem_finalize()
     res["mode"] = mode = "graph" if args.graph else "eager"
+    res["checks"] = dict(CHECKS)
     res["not_capturable"] = GRAPH["failed"]
     if me == 0:
         text = json.dumps(res, indent=1)
@@ -272,6 +333,8 @@ def main():
                                   for i in IMPLS if i in row)
                 print(f"SUMMARY W={W} {mode} {k} {row.get('M_total', row.get('M'))}x{row['K']}x{row['N']}: "
                       f"matmul alone {row['matmul_alone_s'] * 1e3:.3f} ms; {impls}{extra}")
+        print(f"SUMMARY W={W} {mode} result checks on rank 0: {CHECKS['passed']} passed, "
+              f"{len(CHECKS['failed'])} failed (every rank checks its own and fails the job on a miss)")
         for nb, row in res.get("all_reduce", {}).items():
             print(f"SUMMARY W={W} {mode} all_reduce {int(nb)} B: " + ", ".join(
                 f"{v} {row[v]['s'] * 1e6:.1f} us" for v in ops.ALLREDUCE_VARIANTS) + (
@@ -280,3 +343,5 @@ def main():
 
 if __name__ == "__main__":
     main()
+    if CHECKS["failed"]:
+        sys.exit(f"bench.py: {len(CHECKS['failed'])} result check(s) FAILED: {CHECKS['failed']}")
