@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <cstdlib>
@@ -25,6 +26,15 @@ namespace {
 
 std::unique_ptr<Context> g_ctx;
 std::mutex g_init_mu;
+Context *g_abandoned = nullptr;  // kept reachable: a context the process exited without finalizing
+
+// A process that exits without tdist_finalize leaves its context to the OS (heap, sockets, threads
+// go with the process; peers see the rank lost). Tearing it down from static destructors instead
+// would run after the CUDA driver's own exit handlers (libcuda is loaded after libtdist) and crash
+// inside the driver (seen as SIGSEGV after a Python exception in a GPU rank).
+void abandon_at_exit() {
+  if (g_ctx) g_abandoned = g_ctx.release();
+}
 
 constexpr size_t kHeapGranule = 2u << 20;  // heaps are whole 2 MiB pages
 
@@ -253,6 +263,9 @@ void do_init(const tdist_init_attr_t &attr) {
   tdist_device_state_t *st = &c->state;
   start_watchdog(*c->cp, st, [t, st] { t->publish_fault(*st); });  // from here a lost peer aborts every wait of this PE
   g_ctx = std::move(c);
+  // registered after the transport loaded its driver, so it runs before the driver's exit handlers
+  static std::once_flag exit_hook;
+  std::call_once(exit_hook, [] { std::atexit(abandon_at_exit); });
 }
 
 }  // namespace

@@ -112,3 +112,26 @@ def test_cpu_ranks(n):
         p.join(30)
     for r in range(n):
         assert got[r] == {"peer_read": True, "mismatch": True, "check_symmetric": True}, got
+
+
+def test_exit_without_finalize_keeps_the_exit_code(tmp_path):
+    """A rank that raises after tdist_init (no finalize) exits with Python's code 1, not a signal from
+    tearing the runtime down during static destruction."""
+    import subprocess
+    repo = Path(__file__).resolve().parents[2]
+    script = tmp_path / "noexit.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(repo / 'python')!r})\n"
+        "import shmem as ash, tdist\n"
+        "ash.init_from_env(local_mem_size=1 << 24)\n"
+        "t = ash.aclshmem_create_tensor([16], 'float32')\n"
+        "ash.barrier_all()\n"
+        "if tdist.my_pe() == 1:\n"
+        "    raise RuntimeError('deliberate: exit without finalize')\n"
+        "print('rank', tdist.my_pe(), 'left without finalize', flush=True)\n")
+    r = subprocess.run([sys.executable, str(repo / "tools" / "tdist-run"), "-n", "2", "--", sys.executable,
+                        str(script)], capture_output=True, text=True, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "rank 1 failed (code 1)" in out and "signal" not in out, out
