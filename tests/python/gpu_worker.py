@@ -90,6 +90,34 @@ def slices_kernel(x, out_ex, out_in, out_el, R: tl.constexpr, C: tl.constexpr):
     tl.store(out_el, ext.get_element(full, (3, 5)))
 
 
+@triton.jit
+def block_sync_kernel(buf, out, flags, salt, P: tl.constexpr):
+    pid = tl.program_id(0)
+    for rnd in range(0, 3):  # the barrier is reused within the launch
+        tl.store(buf + pid, salt + rnd * 100 + pid)
+        ext.sync_block_all("all", 0, flags=flags)
+        tl.store(out + rnd * P + pid, tl.load(buf + (pid + 1) % P))
+        ext.sync_block_all("all", 0, flags=flags)  # nobody overwrites buf before every read
+    if pid == 0:
+        tl.store(out + 3 * P, salt)
+        ext.sync_block_set("cube", "vector", 1, flags=flags)
+    if pid == P - 1:
+        ext.sync_block_wait("cube", "vector", 1, flags=flags)
+        tl.store(out + 3 * P + 1, tl.load(out + 3 * P) + 1)
+
+
+def scenario_block_sync(seed, rank):
+    P = 8  # far below what fits on the GPU: every program is resident
+    salt = (seed + rank) % 1000
+    buf = torch.zeros(P, dtype=torch.int32, device="cuda")
+    out = torch.full((3 * P + 2,), -1, dtype=torch.int32, device="cuda")
+    flags = torch.zeros(32, dtype=torch.int32, device="cuda")
+    block_sync_kernel[(P,)](buf, out, flags, salt, P=P)
+    torch.cuda.synchronize()
+    want = [salt + rnd * 100 + (p + 1) % P for rnd in range(3) for p in range(P)] + [salt, salt + 1]
+    check("sync_block_all / sync_block_set / sync_block_wait", out.cpu().tolist() == want, str(out.cpu().tolist()[:10]))
+
+
 def scenario_ring(seed, rank, world):
     buf = ash.aclshmem_create_tensor([N], torch.float32, device_id=tdist.cuda_device())
     sig = ash.aclshmem_create_tensor([8], torch.int64, device_id=tdist.cuda_device())
@@ -190,6 +218,7 @@ def main():
                      ("dtypes", lambda: scenario_dtypes(seed, rank, world)),
                      ("putmem_signal", lambda: scenario_putmem_signal(seed, rank, world)),
                      ("slices", lambda: scenario_slices(seed, rank)),
+                     ("block_sync", lambda: scenario_block_sync(seed, rank)),
                      ("errors", lambda: scenario_errors(rank, world))):
         try:
             fn()

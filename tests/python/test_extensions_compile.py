@@ -58,3 +58,36 @@ def test_bad_arguments(compile_ptx, fn, msg):
     with pytest.raises(Exception) as e:
         compile_ptx(fn, {"x": "*fp32", "out": "*fp32"})
     assert msg in str(e.value)
+
+
+@triton.jit
+def block_sync(buf, out, flags, P: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(buf + pid, pid * 10 + 1)
+    ext.sync_block_all("all", 0, flags=flags)
+    v = tl.load(buf + (pid + 1) % P)
+    if pid == 0:
+        tl.store(out + P, 7)
+        ext.sync_block_set("cube", "vector", 1, flags=flags)
+    if pid == 1:
+        ext.sync_block_wait("cube", "vector", 1, flags=flags)
+        tl.store(out + P + 1, tl.load(out + P))
+    tl.store(out + pid, v)
+
+
+@triton.jit
+def block_sync_no_flags(out):
+    ext.sync_block_all("all", 0)
+
+
+def test_block_sync_compiles_with_bounded_waits(compile_ptx):
+    ptx = compile_ptx(block_sync, {"buf": "*i32", "out": "*i32", "flags": "*i32"}, {"P": 8})
+    assert ptx.count("atom.acq_rel.gpu.global.add.u32") == 1  # one arrival per program (thread 0)
+    assert "red.release.gpu.global.add.u32" in ptx  # generation bump / event set
+    assert ptx.count("%globaltimer") >= 2 and ptx.count("trap;") >= 2  # both waits bounded
+
+
+def test_block_sync_needs_flags(compile_ptx):
+    with pytest.raises(Exception) as e:
+        compile_ptx(block_sync_no_flags, {"out": "*i32"})
+    assert "events live in memory: pass flags=" in str(e.value)

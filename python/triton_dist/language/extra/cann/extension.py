@@ -14,9 +14,13 @@ Mapping on a GPU:
   many programs to get the Ascend kernel's number of vector cores.
 * ``sync_block_set(sender, receiver, event_id, flags=...)`` / ``sync_block_wait(...)``: an event
   between programs of one launch, through an int32 ``flags`` array in global memory (one 64-byte slot
-  per event id), release / acquire at GPU scope. ``sender``/``receiver`` (Ascend's "cube"/"vector")
-  are accepted for compatibility. ``sync_block_all`` needs every program co-resident and is not
-  provided: use ``libshmem_device.barrier_all``.
+  per event id, zeroed before the launch), release / acquire at GPU scope. ``sender``/``receiver``
+  (Ascend's "cube"/"vector") are accepted for compatibility.
+* ``sync_block_all(mode, event_id, flags=...)``: a barrier over every program of the launch (one
+  arrival per program on word 0 of the event's slot, the last arrival bumps the generation in word
+  1), reusable within the launch. Every program must be co-resident (size the grid to the SMs).
+* Every wait is bounded (``SYNC_TIMEOUT_NS``, 20 s): on expiry the program traps, so the host sees
+  a launch failure instead of a hang.
 * ``compile_hint``: accepted and ignored (no GPU meaning).
 """
 import triton
@@ -163,6 +167,22 @@ def compile_hint(ptr, hint_name, hint_val=None, _semantic=None):
     return None
 
 
+SYNC_TIMEOUT_NS = 20_000_000_000
+
+# %globaltimer-bounded spin: a wait that never ends traps (the host sees a launch failure).
+_BOUNDED = """
+        mov.u64 %tdsb_t0, %globaltimer;
+    tdsb_spin:
+        {load}
+        @!%tdsb_p bra tdsb_done;
+        mov.u64 %tdsb_now, %globaltimer;
+        sub.u64 %tdsb_now, %tdsb_now, %tdsb_t0;
+        setp.lt.u64 %tdsb_q, %tdsb_now, {timeout};
+        @%tdsb_q bra tdsb_spin;
+        trap;
+    tdsb_done:"""
+
+
 @triton.jit
 def _flag_set(slot):
     tl.inline_asm_elementwise(
@@ -171,12 +191,56 @@ def _flag_set(slot):
         pack=1)
 
 
+_WAIT_ASM: tl.constexpr = tl.constexpr("""{
+        .reg .pred %tdsb_p, %tdsb_q, %tdsb_t;
+        .reg .u32 %tdsb_v, %tdsb_tid;
+        .reg .u64 %tdsb_t0, %tdsb_now;
+        mov.u32 %tdsb_tid, %tid.x;
+        setp.ne.u32 %tdsb_t, %tdsb_tid, 0;
+        @%tdsb_t bra tdsb_done;""" + _BOUNDED.format(
+    load="ld.acquire.gpu.global.u32 %tdsb_v, [$1];\n        setp.eq.u32 %tdsb_p, %tdsb_v, 0;",
+    timeout=SYNC_TIMEOUT_NS) + """
+        @!%tdsb_t atom.global.add.u32 %tdsb_v, [$1], -1;
+        bar.sync 0;
+        mov.u32 $0, 0;
+    }""")
+
+
 @triton.jit
 def _flag_wait(slot):
-    tl.inline_asm_elementwise(
-        "{ .reg .pred %p; .reg .u32 %v; tdsb_spin: ld.acquire.gpu.global.u32 %v, [$1]; setp.eq.u32 %p, %v, 0; "
-        "@%p bra tdsb_spin; atom.add.u32 %v, [$1], -1; bar.sync 0; mov.u32 $0, 0; }",
-        "=r,l", [slot], dtype=tl.int32, is_pure=False, pack=1)
+    # thread 0 waits for a set and consumes it; the CTA then proceeds together
+    tl.inline_asm_elementwise(_WAIT_ASM, "=r,l", [slot], dtype=tl.int32, is_pure=False, pack=1)
+
+
+_ALL_ASM: tl.constexpr = tl.constexpr("""{
+        .reg .pred %tdsb_p, %tdsb_q, %tdsb_t, %tdsb_last;
+        .reg .u32 %tdsb_v, %tdsb_tid, %tdsb_gen, %tdsb_old;
+        .reg .u64 %tdsb_t0, %tdsb_now, %tdsb_g;
+        bar.sync 0;
+        mov.u32 %tdsb_tid, %tid.x;
+        setp.ne.u32 %tdsb_t, %tdsb_tid, 0;
+        @%tdsb_t bra tdsb_done;
+        add.u64 %tdsb_g, $1, 4;
+        ld.acquire.gpu.global.u32 %tdsb_gen, [%tdsb_g];
+        atom.acq_rel.gpu.global.add.u32 %tdsb_old, [$1], 1;
+        setp.eq.u32 %tdsb_last, %tdsb_old, $2;
+        @!%tdsb_last bra tdsb_wait;
+        st.relaxed.gpu.global.u32 [$1], 0;
+        red.release.gpu.global.add.u32 [%tdsb_g], 1;
+        bra tdsb_done;
+    tdsb_wait:""" + _BOUNDED.format(
+    load="ld.acquire.gpu.global.u32 %tdsb_v, [%tdsb_g];\n        setp.eq.u32 %tdsb_p, %tdsb_v, %tdsb_gen;",
+    timeout=SYNC_TIMEOUT_NS).replace("tdsb_done:", "tdsb_done2:").replace("bra tdsb_done;", "bra tdsb_done2;")
+    + """
+    tdsb_done:
+        bar.sync 0;
+        mov.u32 $0, 0;
+    }""")
+
+
+@triton.jit
+def _all_arrive(slot, last):
+    tl.inline_asm_elementwise(_ALL_ASM, "=r,l,r", [slot, last], dtype=tl.int32, is_pure=False, pack=1)
 
 
 @tlc.builtin
@@ -191,7 +255,7 @@ def sync_block_wait(sender, receiver, event_id, flags=None, _semantic=None, _gen
     return _sync(_flag_wait, "sync_block_wait", event_id, flags, _semantic, _generator)
 
 
-def _sync(fn, what, event_id, flags, _semantic, _generator):
+def _slot(what, event_id, flags, _semantic):
     if flags is None:
         raise DistributedError(f"{what}: on GPUs events live in memory: pass flags=<int32 pointer, 16 int32 per event "
                                "id, zeroed before the launch>")
@@ -200,12 +264,24 @@ def _sync(fn, what, event_id, flags, _semantic, _generator):
         raise DistributedError(f"{what}: flags must be a scalar pointer to int32, got {f.type}")
     ev = _semantic.to_tensor(tlc._unwrap_if_constexpr(event_id))
     slot = _semantic.add(f, _semantic.mul(_semantic.cast(ev, tl.int32), 16, True), True)
-    slot = _semantic.cast(slot, tl.int64)
-    _generator.call_JitFunction(fn, [slot], {})
+    return _semantic.cast(slot, tl.int64)
+
+
+def _sync(fn, what, event_id, flags, _semantic, _generator):
+    _generator.call_JitFunction(fn, [_slot(what, event_id, flags, _semantic)], {})
     return None
 
 
 @tlc.builtin
-def sync_block_all(mode, event_id, _semantic=None):
-    raise DistributedError("sync_block_all: a whole-launch block barrier needs every program co-resident; on GPUs use "
-                           "libshmem_device.barrier_all() (persistent grid) instead")
+def sync_block_all(mode, event_id, flags=None, _semantic=None, _generator=None):
+    """Barrier over every program of the launch (``mode`` accepted for compatibility). Uses the
+    event's slot in ``flags`` (arrival count and generation; zeroed before the launch, reusable
+    within it). Every program must be co-resident, or the barrier waits for programs that never
+    start and traps after ``SYNC_TIMEOUT_NS``."""
+    what = "sync_block_all"
+    slot = _slot(what, event_id, flags, _semantic)
+    n = _semantic.mul(_semantic.mul(_semantic.num_programs(0), _semantic.num_programs(1), True),
+                      _semantic.num_programs(2), True)
+    last = _semantic.sub(n, 1, True)
+    _generator.call_JitFunction(_all_arrive, [slot, last], {})
+    return None
