@@ -70,6 +70,26 @@ def resident_grid(sms, num_warps, smem_bytes=0, fill=RESIDENT_FILL):
 
 
 @triton.jit
+def direct_tile(rank, world, S, H, D, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    """The tile of program ``program_id(0)`` in the one-pass all-to-alls' grid of
+    ``world * H * cdiv(S, BLOCK_S) * cdiv(D, BLOCK_D)`` programs: peers vary fastest, so consecutive
+    programs write to different peers. Returns (target PE, h, row offsets, column offsets, mask)."""
+    pid = tl.program_id(0)
+    nbd = tl.cdiv(D, BLOCK_D)
+    j = pid % world
+    rest = pid // world
+    bd = rest % nbd
+    rest = rest // nbd
+    h = rest % H
+    bs = rest // H
+    target = (rank + 1 + j) % world
+    offs_s = bs * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = bd * BLOCK_D + tl.arange(0, BLOCK_D)
+    mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
+    return target, h, offs_s, offs_d, mask
+
+
+@triton.jit
 def _cdiv(a, b):
     return (a + b - 1) // b
 

@@ -28,7 +28,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 
-from ._common import SIG, WAIT_NS, bar_slots, cdiv, fence_sys, grid_barrier
+from ._common import SIG, WAIT_NS, bar_slots, cdiv, direct_tile, fence_sys, grid_barrier
 
 ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
 
@@ -84,18 +84,7 @@ def dispatch_a2a_direct_kernel(
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
     """One pass into the peers' symmetric outputs: one program per tile, peers interleaved."""
-    pid = tl.program_id(0)
-    nbd = tl.cdiv(D, BLOCK_D)
-    j = pid % world
-    rest = pid // world
-    bd = rest % nbd
-    rest = rest // nbd
-    h = rest % H
-    bs = rest // H
-    target = (rank + 1 + j) % world
-    offs_s = bs * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = bd * BLOCK_D + tl.arange(0, BLOCK_D)
-    mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
+    target, h, offs_s, offs_d, mask = direct_tile(rank, world, S, H, D, BLOCK_S, BLOCK_D)
     x = tl.load(x_ptr + offs_s.to(tl.int64)[:, None] * stride_xs + (target * H + h) * stride_xh
                 + offs_d[None, :] * stride_xd, mask=mask)
     dst = dl.symm_at(out_ptr, target)

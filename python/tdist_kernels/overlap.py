@@ -51,6 +51,23 @@ def _tile_of(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
     return tm, tn
 
 
+@triton.jit
+def _k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk,
+            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """fp32 accumulator of one output tile: a_ptrs (BLOCK_M, BLOCK_K) and b_ptrs (BLOCK_K, BLOCK_N)
+    at k = 0, K masked, the b columns masked by ``nmask``."""
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kmask = rk < K - k0
+        a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
 @triton.jit(do_not_specialize=['rank', 'world'])
 def ag_gemm_kernel(
     a_ptr, b_ptr, c_ptr, gather_ptr, sig_ptr,
@@ -89,14 +106,7 @@ def ag_gemm_kernel(
             g = dl.consume_token(dl.consume_token(gather_ptr, tok), tok2)
             a_ptrs = g + rm.to(tl.int64)[:, None] * K + rk[None, :]
         b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            kmask = rk < K - k0
-            a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
-            acc = tl.dot(a, b, acc)
-            a_ptrs += BLOCK_K
-            b_ptrs += BLOCK_K * stride_bk
+        acc = _k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
         c = acc.to(c_ptr.dtype.element_ty)
         rm_s = row0 + tl.arange(0, BLOCK_M)
         tl.store(c_ptr + rm_s.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn, c,
@@ -131,14 +141,7 @@ def gemm_rs_kernel(
     grow = (owner * mloc + rm_l).to(tl.int64)
     a_ptrs = a_ptr + grow[:, None] * stride_am + rk[None, :] * stride_ak
     b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        kmask = rk < K - k0
-        a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
+    acc = _k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
     dst = dl.symm_at(recv_ptr, owner)
     tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
              mask=(rm < mloc)[:, None] & (rn < N)[None, :])

@@ -50,7 +50,7 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, grid_barrier
+from ._common import SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, direct_tile, grid_barrier
 
 VARIANTS = ("mte", "bulk", "wait_notify", "direct")
 
@@ -340,18 +340,7 @@ def reverse_a2a_direct_kernel(
     stride_os, stride_oh, stride_od,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    nbd = tl.cdiv(D, BLOCK_D)
-    j = pid % world  # consecutive programs write to different peers
-    rest = pid // world
-    bd = rest % nbd
-    rest = rest // nbd
-    h = rest % H
-    bs = rest // H
-    target = (rank + 1 + j) % world
-    offs_s = bs * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = bd * BLOCK_D + tl.arange(0, BLOCK_D)
-    mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
+    target, h, offs_s, offs_d, mask = direct_tile(rank, world, S, H, D, BLOCK_S, BLOCK_D)
     a_rows = (target * S + offs_s).to(tl.int64)
     x = tl.load(a_ptr + a_rows[:, None] * stride_as + h * stride_ah + offs_d[None, :] * stride_ad, mask=mask)
     dst = dl.symm_at(out_ptr, target)
