@@ -64,6 +64,28 @@ FailureOr<LLVM::LLVMFuncOp> getOrDeclare(PatternRewriter &rewriter, Operation *u
   return LLVM::LLVMFuncOp::create(rewriter, module.getLoc(), name, type);
 }
 
+/// Looks up or defines an internal constant NUL-terminated string global at the start of the
+/// module (fails with an error at `user` if the name is taken by something else).
+FailureOr<LLVM::GlobalOp> getOrDefineString(PatternRewriter &rewriter, Operation *user, StringRef name,
+                                            StringRef text) {
+  auto module = user->getParentOfType<ModuleOp>();
+  Operation *existing = SymbolTable::lookupSymbolIn(module, name);
+  if (auto g = dyn_cast_or_null<LLVM::GlobalOp>(existing))
+    return g;
+  if (existing) {
+    user->emitOpError() << "needs @" << name << " for its diagnostic string but the module defines it as '"
+                        << existing->getName() << "'";
+    return failure();
+  }
+  std::string bytes = text.str();
+  bytes.push_back('\0');
+  auto type = LLVM::LLVMArrayType::get(rewriter.getI8Type(), bytes.size());
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  return LLVM::GlobalOp::create(rewriter, module.getLoc(), type, /*isConstant=*/true,
+                                LLVM::Linkage::Internal, name, rewriter.getStringAttr(bytes));
+}
+
 /// Calls an ABI function, declaring it if needed. Returns the call (null on failure).
 LLVM::CallOp callABI(PatternRewriter &rewriter, Operation *user, StringRef name, Type result,
                      ValueRange args) {
@@ -318,6 +340,23 @@ struct GpuWaitLowering : DistPattern<WaitOp> {
     Value budget =
         arith::ConstantIntOp::create(rewriter, loc, i64, static_cast<int64_t>(options.spinBudget));
 
+    // The expiry diagnostic: CUDA's device printf (vprintf(format, argument buffer)) and one
+    // module-level format string.
+    MLIRContext *ctx = rewriter.getContext();
+    Type ptrTy = LLVM::LLVMPointerType::get(ctx);
+    Type argsTy = LLVM::LLVMStructType::getLiteral(ctx, {i64, i64, i64, i64});
+    FailureOr<LLVM::LLVMFuncOp> vprintf = getOrDeclare(
+        rewriter, op, "vprintf",
+        LLVM::LLVMFunctionType::get(rewriter.getI32Type(), {ptrTy, ptrTy}));
+    if (failed(vprintf))
+      return failure();
+    FailureOr<LLVM::GlobalOp> msg = getOrDefineString(
+        rewriter, op, "__tdist_wait_expired",
+        "tdist: distributed.wait gave up after %llu polls: slot 0x%llx, expected %lld, last seen "
+        "%lld\n");
+    if (failed(msg))
+      return failure();
+
     scf::ForOp::create(
         rewriter, loc, zeroN, n, oneN, ValueRange{},
         [&](OpBuilder &b, Location l, Value i, ValueRange) {
@@ -325,9 +364,10 @@ struct GpuWaitLowering : DistPattern<WaitOp> {
           Value off = arith::MulIOp::create(b, l, i64v, stride);
           Value slot = LLVM::GEPOp::create(b, l, base.getType(), i8, base, ValueRange{off});
           Value addr = LLVM::PtrToIntOp::create(b, l, i64, slot);
-          // Spin until the slot holds `expected` or the budget is spent.
+          // Spin until the slot holds `expected` or the budget is spent; the last value read
+          // comes out too, for the diagnostic.
           auto spin = scf::WhileOp::create(
-              b, l, TypeRange{i64, i1}, ValueRange{zero64},
+              b, l, TypeRange{i64, i1, expected.getType()}, ValueRange{zero64},
               [&](OpBuilder &bb, Location ll, ValueRange args) {
                 auto load = LLVM::InlineAsmOp::create(
                     bb, ll, expected.getType(), ValueRange{addr}, asmText, constraints,
@@ -338,15 +378,28 @@ struct GpuWaitLowering : DistPattern<WaitOp> {
                 Value more =
                     arith::CmpIOp::create(bb, ll, arith::CmpIPredicate::ult, args[0], budget);
                 Value again = arith::AndIOp::create(bb, ll, ne, more);
-                scf::ConditionOp::create(bb, ll, again, ValueRange{args[0], ne});
+                scf::ConditionOp::create(bb, ll, again,
+                                         ValueRange{args[0], ne, load.getResult(0)});
               },
               [&](OpBuilder &bb, Location ll, ValueRange args) {
                 Value one = arith::ConstantIntOp::create(bb, ll, i64, 1);
                 scf::YieldOp::create(bb, ll,
                                      ValueRange{arith::AddIOp::create(bb, ll, args[0], one)});
               });
-          // Budget spent with the slot still not equal: trap (the host sees a launch failure).
+          // Budget spent with the slot still not equal: say what was waited for (vprintf: polls,
+          // slot address, expected, last seen), then trap (the host sees a launch failure).
           scf::IfOp::create(b, l, spin.getResult(1), [&](OpBuilder &bb, Location ll) {
+            Value fmt = LLVM::AddressOfOp::create(bb, ll, ptrTy, msg->getSymName());
+            Value one = arith::ConstantIntOp::create(bb, ll, i64, 1);
+            Value args = LLVM::AllocaOp::create(bb, ll, ptrTy, argsTy, one, 8);
+            Value fields[] = {spin.getResult(0), addr, castIntB(bb, ll, expected, 64),
+                              castIntB(bb, ll, spin.getResult(2), 64)};
+            for (int f = 0; f < 4; ++f) {
+              Value at = LLVM::GEPOp::create(bb, ll, ptrTy, argsTy, args,
+                                             ArrayRef<LLVM::GEPArg>{0, f});
+              LLVM::StoreOp::create(bb, ll, fields[f], at);
+            }
+            LLVM::CallOp::create(bb, ll, *vprintf, ValueRange{fmt, args});
             LLVM::Trap::create(bb, ll);
             scf::YieldOp::create(bb, ll);
           });

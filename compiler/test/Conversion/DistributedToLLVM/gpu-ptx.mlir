@@ -16,6 +16,7 @@
 // CHECK: mov.u32 %r{{[0-9]+}}, %tid.x;
 // CHECK: st.release.sys.b32 [%rd{{[0-9]+}}], %r{{[0-9]+}};
 // CHECK: ld.acquire.sys.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}];
+// CHECK: call.uni (retval0), vprintf,
 // CHECK: trap;
 // The load after the wait stays after it.
 // CHECK: ld.global.b32

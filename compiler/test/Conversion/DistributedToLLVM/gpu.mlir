@@ -18,7 +18,8 @@ func.func @queries(%p: !llvm.ptr<1>) -> (i32, i32, !llvm.ptr<1>) {
 }
 
 // One spin loop per slot: slot i at byte offset i * 64; system-scope acquire load; the loop
-// stops when the slot equals the value or after spin-budget iterations, then traps if unequal.
+// stops when the slot equals the value or after spin-budget iterations; if unequal it prints what
+// it waited for (polls, slot address, expected, last seen) through vprintf, then traps.
 // consume_token is replaced by its input.
 // CHECK-LABEL: func.func @wait_sys_acquire
 // CHECK: %[[STRIDE:.*]] = arith.constant 64 : i64
@@ -28,13 +29,18 @@ func.func @queries(%p: !llvm.ptr<1>) -> (i32, i32, !llvm.ptr<1>) {
 // CHECK:   %[[OFF:.*]] = arith.muli %[[I64]], %[[STRIDE]] : i64
 // CHECK:   %[[SLOT:.*]] = llvm.getelementptr %arg0[%[[OFF]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
 // CHECK:   %[[ADDR:.*]] = llvm.ptrtoint %[[SLOT]] : !llvm.ptr<1> to i64
-// CHECK:   %[[W:.*]]:2 = scf.while (%[[S:.*]] = %{{.*}}) : (i64) -> (i64, i1) {
+// CHECK:   %[[W:.*]]:3 = scf.while (%[[S:.*]] = %{{.*}}) : (i64) -> (i64, i1, i32) {
 // CHECK:     %[[V:.*]] = llvm.inline_asm has_side_effects "ld.acquire.sys.b32 $0, [$1];", "=r,l,~{memory}" %[[ADDR]] : (i64) -> i32
 // CHECK:     %[[NE:.*]] = arith.cmpi ne, %[[V]], %arg2 : i32
 // CHECK:     %[[MORE:.*]] = arith.cmpi ult, %[[S]], %[[BUDGET]] : i64
 // CHECK:     %[[AGAIN:.*]] = arith.andi %[[NE]], %[[MORE]] : i1
-// CHECK:     scf.condition(%[[AGAIN]]) %[[S]], %[[NE]] : i64, i1
+// CHECK:     scf.condition(%[[AGAIN]]) %[[S]], %[[NE]], %[[V]] : i64, i1, i32
 // CHECK:   scf.if %[[W]]#1 {
+// CHECK:     %[[FMT:.*]] = llvm.mlir.addressof @__tdist_wait_expired : !llvm.ptr
+// CHECK:     %[[BUF:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(i64, i64, i64, i64)>
+// CHECK-DAG: llvm.store %[[W]]#0, %{{.*}} : i64, !llvm.ptr
+// CHECK-DAG: llvm.store %[[ADDR]], %{{.*}} : i64, !llvm.ptr
+// CHECK:     llvm.call @vprintf(%[[FMT]], %[[BUF]]) : (!llvm.ptr, !llvm.ptr) -> i32
 // CHECK:     llvm.intr.trap
 // CHECK-NOT: distributed.consume_token
 // CHECK: %[[X:.*]] = llvm.load %arg3 : !llvm.ptr<1> -> f32
