@@ -53,7 +53,7 @@ def ConvertDistributedToLLVM : Pass<"convert-distributed-to-llvm", "ModuleOp"> {
     target=gpu: rank queries and symm_at call the device ABI (`tdist_my_pe`, `tdist_n_pes`,
     `tdist_ptr`, linked from the NVIDIA bitcode). `wait` is an inline-PTX spin loop per slot
     (slots 64 bytes apart) with `ld.acquire.<scope>` (scope `sys` gives `ld.acquire.sys`),
-    bounded by `spin-budget` iterations, after which it traps. `notify` synchronises the
+    bounded by `spin-budget` iterations, after which it prints what it waited for and traps. `notify` synchronises the
     block (`bar.sync 0`, so every thread's earlier stores are ordered before it) and then
     thread (0,0,0) translates the slot with `tdist_ptr` and issues `st.release.sys` (set) or
     `atom.add.release.sys` (add); `comm_scope = inter_node` calls `tdistx_notify_<T>`
