@@ -185,8 +185,12 @@ def _stream_handle(stream):
 
 
 def _addr_bytes(t, what, name):
+    """(address, bytes) of a tensor / array, or (address, None) for a raw address."""
     if isinstance(t, int):
         return t, None
+    contiguous = t.is_contiguous() if hasattr(t, "is_contiguous") else t.flags["C_CONTIGUOUS"]
+    if not contiguous:
+        raise errors.InvalidParam(f"{what}: {name} must be contiguous (the copy moves one byte range)", INVALID_PARAM)
     return data_ptr(t), (t.numel() * t.element_size() if hasattr(t, "element_size") else t.nbytes)
 
 
