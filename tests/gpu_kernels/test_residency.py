@@ -93,8 +93,8 @@ def test_shared_memory_never_limits_residency(bitcode, monkeypatch, dtype, elem,
     bs, bd = ops.a2a_tiles(256, elem)
     for name, fn, sig, cst, opts in tdist_kernels.all_compile_cases(dtype):
         cst = dict(cst)
-        if name in tdist_kernels.NON_PERSISTENT:
-            continue  # one program per tile: residency does not matter
+        if name in tdist_kernels.OWN_GRID_RULE:
+            continue  # not sized by resident_grid (see OWN_GRID_RULE)
         if name == "rs_reduce":
             nw, ns = 4, 3
         else:
