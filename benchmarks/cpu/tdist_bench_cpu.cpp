@@ -171,20 +171,25 @@ void bench_alltoall(const Options &o, kc::A2ADirection dir, kc::A2AVariant v) {
     if (int st = kc::AllToAll::create(cfg, &a2a); st) die("AllToAll::create", st);
     const size_t n = size_t(a2a->in_elems());
     std::vector<unsigned char> in(n * es), local(n * es);
-    unsigned char *out = v == kc::A2AVariant::direct ? static_cast<unsigned char *>(a2a->output_buffer()) : local.data();
+    const bool direct = v == kc::A2AVariant::direct;
+    // direct: the output is the symmetric buffer of the call (double-buffered, see cpu.hpp)
+    unsigned char *out = direct ? static_cast<unsigned char *>(a2a->output_buffer()) : local.data();
     Case c;
     c.bytes = n * es;
     c.shape = "\"S\": " + std::to_string(cfg.S) + ", \"H\": " + std::to_string(cfg.H) + ", \"D\": " + std::to_string(cfg.D) +
               ", \"block_s\": " + std::to_string(a2a->config().block_s) + ", \"grid\": " + std::to_string(a2a->config().grid) + ", ";
     c.prepare = [&](uint64_t seed) {
       tk::fill_random(o.dtype, in.data(), n, seed, me);
+      if (direct) out = static_cast<unsigned char *>(a2a->output_buffer());
       tk::poison(out, n * es);
       tdist_host_barrier_all();
     };
-    c.run = [&] { return a2a->run(in.data(), out); };
+    c.run = [&] { return a2a->run(in.data(), direct ? nullptr : out); };
     c.check = [&](uint64_t seed, std::string *why) {
       const int64_t out_s = dir == kc::A2ADirection::reverse ? W * cfg.H * cfg.D : cfg.H * cfg.D;
-      return ref::check_alltoall(dir, o.dtype, cfg.S, cfg.H, cfg.D, W, me, seed, out, out_s, cfg.D, why);
+      // direct: what the latest call wrote (the timed loop alternates the two buffers)
+      const void *res = direct ? a2a->last_output() : out;
+      return ref::check_alltoall(dir, o.dtype, cfg.S, cfg.H, cfg.D, W, me, seed, res, out_s, cfg.D, why);
     };
     measure(o, c);
   }

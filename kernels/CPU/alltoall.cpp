@@ -217,7 +217,7 @@ void a2a_udma_wn_kernel(void *p) {
 // ---------------------------------------------------------------------------------------------
 // One-copy variant: every program stores (target, S block) tasks straight into the target PE's
 // symmetric output; targets are visited starting at me+1 so the PEs spread over the peers.
-// No device signals: the closing host barrier is the completion.
+// Completion: a_direct_done_kernel (below) after the launch, one flag round, no host barrier.
 // ---------------------------------------------------------------------------------------------
 void a2a_direct_kernel(void *p) {
   const A2AArgs &a = *static_cast<const A2AArgs *>(p);
@@ -238,6 +238,24 @@ void a2a_direct_kernel(void *p) {
         copy_rows(dst + h * a.out_h, a.out_s, src + h * a.in_h, a.in_s, rows, size_t(D * es), a.stream);
     }
   }
+}
+
+// After every program of this PE stored its tiles (the launch returned, quiet done): set flag
+// (parity, me) = epoch at every PE (release), then wait for the W flags (parity, 0..W-1) here.
+struct DirectDone {
+  int64_t *flags;  // [2][W] slots, SLOT_I64 int64 apart
+  int64_t W, me, parity;
+  uint64_t epoch;
+};
+
+void a2a_direct_done_kernel(void *p) {
+  const DirectDone &d = *static_cast<const DirectDone *>(p);
+  auto *mine = reinterpret_cast<uint64_t *>(d.flags + (d.parity * d.W + d.me) * detail::kSlotI64);
+  for (int64_t j = 0; j < d.W; ++j)
+    tdist_signal_op(mine, d.epoch, TDIST_SIGNAL_SET, int((d.me + j) % d.W));
+  for (int64_t r = 0; r < d.W; ++r)
+    tdist_signal_wait_until(reinterpret_cast<uint64_t *>(d.flags + (d.parity * d.W + r) * detail::kSlotI64),
+                            TDIST_CMP_EQ, d.epoch);
 }
 
 }  // namespace
@@ -324,6 +342,7 @@ int AllToAll::create(const AllToAllConfig &cfg_in, std::unique_ptr<AllToAll> *ou
         n_slots = k->nbs_ * W + int64_t(cfg.buffer_num) * k->nbd_ * cfg.H;
       break;
     case A2AVariant::direct:
+      n_slots = 2 * W;  // completion flags [parity][source PE]
       break;
   }
   if (stage_bytes) {
@@ -335,17 +354,20 @@ int AllToAll::create(const AllToAllConfig &cfg_in, std::unique_ptr<AllToAll> *ou
     if (!k->signals_) return detail::alloc_status();
   }
   if (cfg.variant == A2AVariant::direct) {
-    k->direct_out_ = detail::sym_alloc(size_t(k->out_elems() * es), "AllToAll direct output");
-    if (!k->direct_out_) return detail::alloc_status();
+    for (void *&b : k->direct_out_) {
+      b = detail::sym_alloc(size_t(k->out_elems() * es), "AllToAll direct output");
+      if (!b) return detail::alloc_status();
+    }
   }
-  k->sym_bytes_ = stage_bytes + k->signal_bytes_ + (k->direct_out_ ? size_t(k->out_elems() * es) : 0);
+  k->sym_bytes_ = stage_bytes + k->signal_bytes_ + (k->direct_out_[0] ? 2 * size_t(k->out_elems() * es) : 0);
   *out = std::move(k);
   return TDIST_SUCCESS;
 }
 
 AllToAll::~AllToAll() {
   // Reverse order of allocation: the heap's collective sequence stays the same on every PE.
-  detail::sym_free(direct_out_);
+  detail::sym_free(direct_out_[1]);
+  detail::sym_free(direct_out_[0]);
   detail::sym_free(signals_);
   detail::sym_free(stage_);
 }
@@ -365,11 +387,13 @@ int AllToAll::run_strided(const void *in, int64_t in_s, int64_t in_h, void *out,
   using detail::fail;
   detail::clear_error();
   const int64_t es = int64_t(dtype_size(cfg_.dtype)), S = cfg_.S, H = cfg_.H, D = cfg_.D;
-  if (cfg_.variant == A2AVariant::direct && !out) out = direct_out_;
+  const bool direct = cfg_.variant == A2AVariant::direct;
+  if (direct && !out) out = output_buffer();
   if (!in || !out) return fail(TDIST_ERR_INVALID_PARAM, "AllToAll::run: null input or output");
-  if (cfg_.variant == A2AVariant::direct && out != direct_out_)
+  if (direct && out != output_buffer())
     return fail(TDIST_ERR_INVALID_PARAM,
-                "AllToAll::run: variant direct writes into the symmetric output_buffer(), got another pointer");
+                "AllToAll::run: variant direct writes into the symmetric output_buffer() (the buffer of this "
+                "call), got another pointer");
   A2AArgs a{};
   a.me = me_;
   a.W = world_;
@@ -414,8 +438,18 @@ int AllToAll::run_strided(const void *in, int64_t in_s, int64_t in_h, void *out,
     case A2AVariant::udma_wait_notify: fn = a2a_udma_wn_kernel; break;
     case A2AVariant::direct: fn = a2a_direct_kernel; break;
   }
-  return detail::launch_with_protocol(a2a_variant_name(cfg_.variant), signals_, signal_bytes_,
-                                      cfg_.grid, fn, &a);
+  if (!direct)
+    return detail::launch_with_protocol(a2a_variant_name(cfg_.variant), signals_, signal_bytes_,
+                                        cfg_.grid, fn, &a);
+  // direct: the stores, then one flag round (no reset, no host barrier; see cpu.hpp)
+  const uint64_t e = epoch_ + 1;
+  if (int st = tdist_cpu_launch(cfg_.grid, fn, &a); st != TDIST_SUCCESS)
+    return fail(st, "direct: launch failed: %s", tdist_last_error_message());
+  DirectDone d{signals_, world_, me_, int64_t(e % 2), e};
+  if (int st = tdist_cpu_launch(1, a2a_direct_done_kernel, &d); st != TDIST_SUCCESS)
+    return fail(st, "direct: completion flags: %s", tdist_last_error_message());
+  epoch_ = e;
+  return TDIST_SUCCESS;
 }
 
 }  // namespace tdist::kernels::cpu

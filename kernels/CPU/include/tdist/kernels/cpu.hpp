@@ -60,7 +60,12 @@ enum class A2AVariant {
   udma_wait_notify = 2,
   /** CPU one-copy variant (not in the seed): the output is symmetric memory (output_buffer())
    *  and every program stores its tiles straight into the target PE's output, so each byte is
-   *  copied once, as Open MPI's single-copy path does. Completion is the closing host barrier. */
+   *  copied once, as Open MPI's single-copy path does. One synchronisation round per call and no
+   *  host barrier: the output is double-buffered (call e writes buffer e % 2), and each PE, after
+   *  its stores, sets flag (e % 2, me) = e at every target, then waits for all W flags of its own.
+   *  Reusing buffer e % 2 at call e + 2 is safe because a writer only gets there after seeing
+   *  every peer's call-(e + 1) flag, which a peer sets inside its call e + 1, i.e. after it
+   *  stopped using the output of call e. An output is therefore valid until the PE's next run(). */
   direct = 3,
 };
 const char *a2a_variant_name(A2AVariant v);
@@ -91,7 +96,7 @@ class AllToAll {
   AllToAll &operator=(const AllToAll &) = delete;
 
   /** Collective. `in`/`out` contiguous in the shapes above; for `direct`, `out` must be
-   *  output_buffer() (or nullptr for it). */
+   *  output_buffer() (or nullptr for it): the buffer this call writes, valid until the next run(). */
   int run(const void *in, void *out);
   /** As run() with explicit element strides (innermost stride is 1):
    *  in (rows, heads): in_s, in_h; out (rows, heads): out_s, out_h. */
@@ -100,8 +105,10 @@ class AllToAll {
   const AllToAllConfig &config() const { return cfg_; }
   int64_t in_elems() const;   ///< elements of the input per PE
   int64_t out_elems() const;  ///< elements of the output per PE
-  /** Symmetric output buffer for `direct` (nullptr otherwise). */
-  void *output_buffer() const { return direct_out_; }
+  /** `direct`: the symmetric buffer the next run() writes (poison it before the call to check
+   *  the result); last_output(): the one the previous run() wrote. nullptr for other variants. */
+  void *output_buffer() const { return direct_out_[(epoch_ + 1) % 2]; }
+  void *last_output() const { return epoch_ ? direct_out_[epoch_ % 2] : nullptr; }
   size_t symmetric_bytes() const { return sym_bytes_; }
 
  private:
@@ -113,7 +120,8 @@ class AllToAll {
   unsigned char *stage_ = nullptr;
   int64_t *signals_ = nullptr;
   size_t signal_bytes_ = 0;
-  void *direct_out_ = nullptr;
+  void *direct_out_[2] = {nullptr, nullptr};
+  uint64_t epoch_ = 0;  // direct: calls made (flags carry the call's number)
   size_t sym_bytes_ = 0;
 };
 
