@@ -29,8 +29,8 @@ BA="${BENCH_ARGS:---a2a-mb 1,16,64,256 --gemm-shapes 4096x4096x4096,8192x8192x35
 NS="$G" BN="$G" TAG=-gpus BENCH_T=${BENCH_T:-150} BENCH_ARGS="$BA" OUT="$OUT" bash tests/gpu_kernels/device_run.sh
 NS="" BN="$G" TAG=-gpus-graph BENCH_T=${BENCH_T:-150} BENCH_ARGS="$BA --graph" OUT="$OUT" bash tests/gpu_kernels/device_run.sh
 # 3. the same kernels, ranks sharing GPU 0 under MPS (the one-GPU goals)
-if [ -n "${MPS_NS:-2}" ]; then
-  CUDA_VISIBLE_DEVICES=0 NS="${MPS_NS:-2}" BN="${MPS_BN:-2}" TAG=-mps BENCH_T=150 \
+if [ -n "${MPS_NS-2}" ]; then  # MPS_NS="" skips this part
+  CUDA_VISIBLE_DEVICES=0 NS="${MPS_NS-2}" BN="${MPS_BN:-2}" TAG=-mps BENCH_T=150 \
     BENCH_ARGS="--a2a-mb 16,64 --gemm-shapes 4096x4096x4096 --ar-bytes 262144,67108864 --reps 10" \
     OUT="$OUT" bash tests/gpu_kernels/device_run.sh
 fi
