@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <thread>
+#include <chrono>
 
 #include "common/mp_env.hpp"
 #include "tdist/kernels/cpu.hpp"
@@ -119,6 +121,58 @@ void run_a2a_suite(kc::A2ADirection dir, std::initializer_list<kc::A2AVariant> v
 TEST(ReverseAllToAll, SeedVariantsAndDirect) {
   run_a2a_suite(kc::A2ADirection::reverse, {kc::A2AVariant::mte, kc::A2AVariant::udma,
                                              kc::A2AVariant::udma_wait_notify, kc::A2AVariant::direct});
+}
+
+// The direct variant has no host barrier: its output must stay intact until this PE's next run(),
+// even while faster PEs go on to the next call. PE 0 lingers after call 1 (the others run call 2
+// at once, whose stores go to the other buffer and which must wait for PE 0's flag), then checks
+// call 1's output, then everyone runs and checks call 2, and a third call reuses call 1's buffer.
+TEST(ReverseAllToAll, DirectOutputSurvivesFasterPeers) {
+  const int W = tdist_n_pes(), me = tdist_my_pe();
+  const A2ACase k{6, 2, 40, 0, 0, 1, 0, "direct, lingering PE"};
+  kc::AllToAllConfig cfg;
+  cfg.variant = kc::A2AVariant::direct;
+  cfg.dtype = DType::f32;
+  cfg.S = k.S;
+  cfg.H = k.H;
+  cfg.D = k.D;
+  std::unique_ptr<kc::AllToAll> a2a;
+  ASSERT_EQ(kc::AllToAll::create(cfg, &a2a), TDIST_SUCCESS) << kc::last_error_message();
+  const int64_t n = a2a->in_elems();
+  std::vector<unsigned char> in(size_t(n) * 4);
+  uint64_t seeds[3];
+  for (uint64_t &sd : seeds) sd = fresh_seed();
+  unsigned char *outs[3];
+  // Setup, with barriers: both buffers poisoned before anyone writes them (a first call fills and
+  // checks buffer A). From then on a PE may only touch last_output(): the next call's buffer can
+  // already be receiving data from faster peers. So each output is re-poisoned after its check,
+  // ready for the call after next.
+  tk::poison(static_cast<unsigned char *>(a2a->output_buffer()), size_t(n) * 4);
+  ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
+  const uint64_t seed0 = fresh_seed();
+  tk::fill_random(DType::f32, in.data(), size_t(n), seed0, me);
+  ASSERT_EQ(a2a->run(in.data(), nullptr), TDIST_SUCCESS) << kc::last_error_message();
+  EXPECT_TRUE(check_a2a(kc::A2ADirection::reverse, DType::f32, k, W, me, seed0,
+                        static_cast<const unsigned char *>(a2a->last_output()), W * k.H * k.D, k.D));
+  tk::poison(static_cast<unsigned char *>(a2a->last_output()), size_t(n) * 4);
+  ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);  // nobody has started the next call yet
+  tk::poison(static_cast<unsigned char *>(a2a->output_buffer()), size_t(n) * 4);
+  ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
+  for (int call = 0; call < 3; ++call) {
+    tk::fill_random(DType::f32, in.data(), size_t(n), seeds[call], me);
+    outs[call] = static_cast<unsigned char *>(a2a->output_buffer());
+    ASSERT_EQ(a2a->run(in.data(), nullptr), TDIST_SUCCESS) << kc::last_error_message();
+    ASSERT_EQ(a2a->last_output(), outs[call]);
+    if (call == 0 && me == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the others run on
+    EXPECT_TRUE(check_a2a(kc::A2ADirection::reverse, DType::f32, k, W, me, seeds[call], outs[call], W * k.H * k.D,
+                          k.D))
+        << "call " << call;
+    tk::poison(outs[call], size_t(n) * 4);
+  }
+  EXPECT_EQ(outs[0], outs[2]) << "calls alternate between two buffers";
+  EXPECT_NE(outs[0], outs[1]);
+  EXPECT_EQ(a2a->run(in.data(), outs[0]), TDIST_ERR_INVALID_PARAM) << "another call's buffer must be refused";
+  ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
 }
 
 TEST(DispatchAllToAll, MteAndDirect) {

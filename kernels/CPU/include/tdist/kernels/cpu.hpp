@@ -105,8 +105,10 @@ class AllToAll {
   const AllToAllConfig &config() const { return cfg_; }
   int64_t in_elems() const;   ///< elements of the input per PE
   int64_t out_elems() const;  ///< elements of the output per PE
-  /** `direct`: the symmetric buffer the next run() writes (poison it before the call to check
-   *  the result); last_output(): the one the previous run() wrote. nullptr for other variants. */
+  /** `direct`: the symmetric buffer the next run() writes; last_output(): the one the previous
+   *  run() wrote, valid until this PE's next run(). Between calls, faster peers may already be
+   *  writing the next call into output_buffer(): only touch it (e.g. to poison it for a check)
+   *  while every PE is held at a barrier. nullptr for other variants. */
   void *output_buffer() const { return direct_out_[(epoch_ + 1) % 2]; }
   void *last_output() const { return epoch_ ? direct_out_[epoch_ % 2] : nullptr; }
   size_t symmetric_bytes() const { return sym_bytes_; }
