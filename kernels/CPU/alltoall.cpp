@@ -217,7 +217,7 @@ void a2a_udma_wn_kernel(void *p) {
 // ---------------------------------------------------------------------------------------------
 // One-copy variant: every program stores (target, S block) tasks straight into the target PE's
 // symmetric output; targets are visited starting at me+1 so the PEs spread over the peers.
-// Completion: a_direct_done_kernel (below) after the launch, one flag round, no host barrier.
+// Completion: a2a_direct_done_kernel (below) after the launch, one flag round, no host barrier.
 // ---------------------------------------------------------------------------------------------
 void a2a_direct_kernel(void *p) {
   const A2AArgs &a = *static_cast<const A2AArgs *>(p);

@@ -11,6 +11,8 @@
 // The first barrier keeps a peer from notifying this PE before its slots are cleared, the second
 // keeps the next call's clear from erasing signals of this call and keeps peers from overwriting
 // staging memory that is still being read.
+// (The all-to-all's `direct` variant is the exception: no reset, no barrier, one flag round; see
+// A2AVariant::direct.)
 //
 // Errors: every call returns TDIST_SUCCESS or a tdist_status_t; last_error_message() says why
 // (for runtime failures it carries tdist_last_error_message()). Nothing throws.
