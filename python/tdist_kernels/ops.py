@@ -3,25 +3,37 @@
     import shmem as ash, tdist_kernels.ops as ops
     ash.init_from_env(local_mem_size=1 << 30, backend=tdist.BACKEND_CUDA)
     c = ops.reverse_all_to_all(a)                 # (S * W, H, D) -> (S, H * W, D)
+    sym = ash.aclshmem_create_tensor(c.shape, c.dtype)
+    ops.reverse_all_to_all(a, variant="direct", out=sym)   # one pass into the peers' outputs
     x = ops.dispatch_all_to_all(c)                # the inverse
-    y = ops.all_reduce(x, variant="two_shot")     # sum over ranks
+    y = ops.all_reduce(x, variant="one_shot_ll")  # sum over ranks (small messages: one launch)
     c = ops.ag_gemm(a, b)                          # all_gather(a) @ b
     c = ops.gemm_rs(a, b)                          # reduce_scatter(a @ b)
 
 Every call is collective: all ranks call the same op with the same shapes and dtypes in the same
 order (the layers allocate their symmetric buffers on first use with ``aclshmem_create_tensor``,
 which is collective and fails on every rank with CollectiveMismatch if the shapes differ). The
-buffers are cached per (op, shape, dtype, variant) and freed by ``release()``.
+buffers are cached per (op, shape, dtype, variant) and freed by ``release()``. Every op is
+enqueued on the current stream (no host synchronisation) and can be captured in a CUDA graph,
+except the Triton forms of the overlap GEMMs, which refuse capture.
 
-Each launch follows seed 002's host protocol, enqueued on the current stream (no host sync):
-zero the op's signals, barrier over all PEs, launch, barrier. The first barrier keeps a rank's clear
-from erasing a faster peer's signals of this round; the second keeps the next round's clear (and
-pushes into a peer's buffers) behind every rank's end of this round.
+Protocols, per form:
 
-Grids are sized from the SMs this rank may use (``sm_budget``: the count this process sees, which
-under MPS is already its share) and capped at half of the programs that share can hold
-at once (``_common.resident_grid``), because programs of one launch wait for each other and for the
-other ranks' programs, and all of them must be resident together.
+* seed 002's host protocol (the seed's a2a variants, staged dispatch, one/two-shot and ring
+  all-reduce, the Triton overlap forms): zero the op's signals, barrier over all PEs, launch,
+  barrier. The first barrier keeps a rank's clear from erasing a faster peer's signals of this
+  round; the second keeps the next round's clear (and pushes into a peer's buffers) behind every
+  rank's end of this round.
+* direct all-to-alls: barrier, one-pass launch, barrier (no signals).
+* cuBLAS overlap forms: barrier, copy-engine puts and stream signals on a side stream (AG) or
+  matmuls written into the owners' buffers (RS), bounded stream waits, barrier.
+* one_shot_ll: one launch; epoch-valued flags kept on the device replace the barriers and resets.
+
+Grids of kernels whose programs wait for each other are sized from the SMs this rank may use
+(``sm_budget``: the count this process sees, which under MPS is already its share) and capped at
+half of the programs that share can hold at once (``_common.resident_grid``), because all of them
+must be resident together; the one-pass kernels use one program per tile, and AG+GEMM's
+persistent Triton grid leaves a few SMs free (``ag_gemm_grid``).
 """
 import os
 
@@ -35,7 +47,7 @@ from ._common import bar_slots
 ALLREDUCE_VARIANTS = col.ALLREDUCE_VARIANTS
 
 __all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm", "gemm_rs", "release",
-           "KernelArgError", "sm_budget", "sm_info"]
+           "KernelArgError", "sm_budget", "sm_info", "ALLREDUCE_VARIANTS", "OVERLAP_IMPLS"]
 
 _cache = {}
 
