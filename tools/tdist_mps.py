@@ -36,9 +36,6 @@ def _percentage(n_ranks, n_gpus):
 
 
 def _count_gpus():
-    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if vis is not None:  # the GPUs this job's ranks (and the daemon it starts) will see
-        return len([d for d in vis.split(",") if d.strip() != ""])
     try:
         r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
         return len([l for l in r.stdout.splitlines() if l.startswith("GPU ")])
@@ -47,7 +44,9 @@ def _count_gpus():
 
 
 def start(n_ranks, n_gpus=None, timeout_s=20.0):
-    """Start a private MPS control daemon; returns a handle (a dict) for rank_env() / stop()."""
+    """Start a private MPS control daemon; returns a handle (a dict) for rank_env() / stop().
+    ``n_gpus``: the GPUs the ranks will see (tdist-run passes its count, which honours
+    CUDA_VISIBLE_DEVICES); default: every GPU nvidia-smi lists."""
     exe = shutil.which("nvidia-cuda-mps-control")
     if exe is None:
         raise MpsError("nvidia-cuda-mps-control is not on PATH: several ranks per GPU need MPS "

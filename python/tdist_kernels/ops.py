@@ -50,6 +50,7 @@ __all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm",
            "KernelArgError", "sm_budget", "sm_info", "ALLREDUCE_VARIANTS", "OVERLAP_IMPLS"]
 
 _cache = {}
+_views = {}  # id of a cached symmetric tensor -> its views on every PE (shmem.peer_tensor)
 
 
 def _rt():
@@ -100,10 +101,18 @@ def _buffers(key, make):
 def release():
     """Free every cached symmetric buffer (collective)."""
     _, ash, _ = _rt()
+    _views.clear()
     for bufs in _cache.values():
         for t in bufs:
             ash.aclshmem_free_tensor(t)
     _cache.clear()
+
+
+def _peer_views(ash, t, W):
+    """``shmem.peer_tensor(t, pe)`` for every PE, made once per cached buffer (not per call)."""
+    if id(t) not in _views:
+        _views[id(t)] = [ash.peer_tensor(t, pe) for pe in range(W)]
+    return _views[id(t)]
 
 
 def _protocol(ash, sig, launch):
@@ -368,6 +377,15 @@ def _comm_stream(torch):
 OVERLAP_IMPLS = ("cublas", "triton")
 
 
+def _check_gemm_operands(what, a, b):
+    """2-D CUDA a (M, K) and b (K, N) of one supported dtype; returns the dtype's name."""
+    dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
+    v.check_tensor(what, "b", b.shape, b.dtype, b.is_cuda, 2)
+    v.check_same_dtype(what, a=a.dtype, b=b.dtype)
+    v.check_matmul(what, a.shape, b.shape)
+    return dt
+
+
 def _refuse_capture(torch, what):
     # The Triton forms have kernels that wait for work of other launches (copies, other ranks'
     # GEMMs). Captured in a CUDA graph at 4 ranks under MPS, AG+GEMM's Triton form trapped (a wait
@@ -388,10 +406,7 @@ def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None):
     which on Hopper is well below cuBLAS (benchmarks/NOTES.md)."""
     torch, ash, tdist = _rt()
     what = "ag_gemm"
-    dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
-    v.check_tensor(what, "b", b.shape, b.dtype, b.is_cuda, 2)
-    v.check_same_dtype(what, a=a.dtype, b=b.dtype)
-    v.check_matmul(what, a.shape, b.shape)
+    dt = _check_gemm_operands(what, a, b)
     a = a.contiguous()
     M, K = a.shape
     N = b.shape[1]
@@ -443,10 +458,7 @@ def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None):
     on a side stream overlapping it (seed 003's per-tile form)."""
     torch, ash, tdist = _rt()
     what = "gemm_rs"
-    dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 2)
-    v.check_tensor(what, "b", b.shape, b.dtype, b.is_cuda, 2)
-    v.check_same_dtype(what, a=a.dtype, b=b.dtype)
-    v.check_matmul(what, a.shape, b.shape)
+    dt = _check_gemm_operands(what, a, b)
     W, me = tdist.n_pes(), tdist.my_pe()
     v.check_gemm_rs(a.shape, W)
     M, K = a.shape
@@ -521,7 +533,7 @@ def _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt):
     ash.barrier_all_on_stream(main)
     for j in range(1, W):  # owner me + j next receives from this rank at its wait j
         owner = (me + j) % W
-        torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=ash.peer_tensor(recv, owner)[me])
+        torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=_peer_views(ash, recv, W)[owner][me])
         ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=main)
     torch.matmul(a[me * ml:(me + 1) * ml], b, out=recv[me])
     for j in range(1, W):

@@ -18,6 +18,7 @@ import triton.language as tl  # noqa: E402
 import shmem as ash  # noqa: E402
 import tdist  # noqa: E402
 import triton_dist.language as dl  # noqa: E402
+from test_extensions_compile import slices_2d  # noqa: E402  (the kernel the compile test checks)
 from triton_dist.language.extra import libshmem_device as shm  # noqa: E402
 from triton_dist.language.extra.cann import extension as ext  # noqa: E402
 
@@ -76,18 +77,6 @@ def putmem_signal_kernel(src, dst, sig, nbytes, N: tl.constexpr):
     nxt = (me + 1) % shm.n_pes()
     shm.putmem_signal(dst, src, nbytes, sig, 1, shm.SIGNAL_SET, nxt)
     shm.signal_wait_until(sig, shm.CMP_EQ, 1)
-
-
-@triton.jit
-def slices_kernel(x, out_ex, out_in, out_el, R: tl.constexpr, C: tl.constexpr):
-    r = tl.arange(0, R)[:, None]
-    c = tl.arange(0, C)[None, :]
-    full = tl.load(x + r * C + c)
-    sub = ext.extract_slice(full, (2, 4), (4, 8), (1, 2))
-    tl.store(out_ex + tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :], sub)
-    ins = ext.insert_slice(full, sub * 0 - 1, (1, 0), (4, 8), (2, 1))
-    tl.store(out_in + r * C + c, ins)
-    tl.store(out_el, ext.get_element(full, (3, 5)))
 
 
 @triton.jit
@@ -186,7 +175,7 @@ def scenario_slices(seed, rank):
     ex = torch.full((4, 8), float("nan"), device="cuda")
     ins = torch.full((R, C), float("nan"), device="cuda")
     el = torch.full((1,), float("nan"), device="cuda")
-    slices_kernel[(1,)](x, ex, ins, el, R=R, C=C)
+    slices_2d[(1,)](x, ex, ins, el, R=R, C=C)
     torch.cuda.synchronize()
     check("extract_slice", torch.equal(ex, x[2:6, 4:20:2]))
     ref = x.clone()
