@@ -42,41 +42,39 @@ double median(std::vector<double> v) {
 }
 
 // ---- ping-pong between PE 0 and PE 1: time per round trip measured on PE 0 (globaltimer) ----
-__global__ void pingpong_tdist(uint64_t *flag, int iters, uint64_t base, unsigned long long *ns) {
-  const int me = tdist_my_pe(), peer = 1 - me;
+// One kernel, four forms: the signal through tdist_signal_op or a bare st.release.sys on the
+// precomputed peer address, the wait through tdist_signal_wait_until or a bare ld.acquire.sys
+// poll. <true, true> is the API, <false, false> the floor (no tdist at all); the mixed forms
+// say which half of the API costs what.
+template <bool kApiSignal, bool kApiWait>
+__global__ void pingpong(uint64_t *mine, uint64_t *theirs, int me, int iters, uint64_t base, unsigned long long *ns) {
+  if (kApiSignal || kApiWait) me = tdist_my_pe();
+  const int peer = 1 - me;
   uint64_t t0 = 0;
-  for (int i = 1; i <= iters; ++i) {
-    const uint64_t v = base + i;
-    if (i == 2) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    if (me == 0) {
-      tdist_signal_op(flag, v, TDIST_SIGNAL_SET, peer);
-      tdist_signal_wait_until(flag, TDIST_CMP_EQ, v);
+  auto signal = [&](uint64_t v) {
+    if (kApiSignal)
+      tdist_signal_op(mine, v, TDIST_SIGNAL_SET, peer);
+    else
+      asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(theirs), "l"(v) : "memory");
+  };
+  auto wait = [&](uint64_t v) {
+    if (kApiWait) {
+      tdist_signal_wait_until(mine, TDIST_CMP_EQ, v);
     } else {
-      tdist_signal_wait_until(flag, TDIST_CMP_EQ, v);
-      tdist_signal_op(flag, v, TDIST_SIGNAL_SET, peer);
+      uint64_t x;
+      do asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(x) : "l"(mine) : "memory");
+      while (x != v);
     }
-  }
-  uint64_t t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  *ns = t1 - t0;
-}
-
-// The floor: the same exchange with bare PTX on precomputed addresses, no tdist at all.
-__global__ void pingpong_raw(uint64_t *mine, uint64_t *theirs, int me, int iters, uint64_t base,
-                             unsigned long long *ns) {
-  uint64_t t0 = 0;
+  };
   for (int i = 1; i <= iters; ++i) {
     const uint64_t v = base + i;
     if (i == 2) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    uint64_t x;
     if (me == 0) {
-      asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(theirs), "l"(v) : "memory");
-      do asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(x) : "l"(mine) : "memory");
-      while (x != v);
+      signal(v);
+      wait(v);
     } else {
-      do asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(x) : "l"(mine) : "memory");
-      while (x != v);
-      asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(theirs), "l"(v) : "memory");
+      wait(v);
+      signal(v);
     }
   }
   uint64_t t1;
@@ -89,41 +87,41 @@ void bench_pingpong() {
     std::printf("pingpong: needs 2 PEs\n");
     return;
   }
-  auto *flags = static_cast<uint64_t *>(tdist_calloc(2, 64));
+  auto *flags = static_cast<uint64_t *>(tdist_calloc(1, 64));
   unsigned long long *ns;
   CK(cudaMalloc(&ns, sizeof *ns));
   const tdist_device_state_t *s = tdist_host_device_state();
   const bool active = me() < 2;
-  uint64_t *mine = flags + 8, *theirs = nullptr;
-  if (active) {
-    int64_t off = tdist_heap_offset(mine);
-    theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[1 - me()]) + off);
-  }
+  uint64_t *mine = flags, *theirs = nullptr;
+  if (active) theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[1 - me()]) + tdist_heap_offset(mine));
+  using Kernel = void (*)(uint64_t *, uint64_t *, int, int, uint64_t, unsigned long long *);
+  const Kernel kernels[4] = {pingpong<true, true>, pingpong<false, false>, pingpong<true, false>, pingpong<false, true>};
+  const char *names[4] = {"tdist signal_op + signal_wait_until", "raw PTX floor", "tdist signal_op + raw wait",
+                          "raw signal + tdist signal_wait_until"};
   const int iters = 20000, reps = 7;
-  std::vector<double> t_api, t_raw;
+  std::vector<double> t[4];
   uint64_t base = 0;
-  for (int r = 0; r < reps + 1; ++r) {  // first rep of each is warm-up
-    for (int kind = 0; kind < 2; ++kind) {
+  for (int r = 0; r < reps + 1; ++r) {  // first rep of each is warm-up; the forms alternate
+    for (int kind = 0; kind < 4; ++kind) {
       TD(tdist_host_barrier_all());
       if (active) {
-        if (kind == 0)
-          pingpong_tdist<<<1, 1>>>(flags, iters, base, ns);
-        else
-          pingpong_raw<<<1, 1>>>(mine, theirs, me(), iters, base, ns);
+        kernels[kind]<<<1, 1>>>(mine, theirs, me(), iters, base, ns);
         CK(cudaDeviceSynchronize());
         TD(tdist_cuda_check_fault(nullptr));
         unsigned long long h;
         CK(cudaMemcpy(&h, ns, sizeof h, cudaMemcpyDeviceToHost));
-        if (r > 0) (kind == 0 ? t_api : t_raw).push_back(double(h) / (iters - 1) / 1000.0);
+        if (r > 0) t[kind].push_back(double(h) / (iters - 1) / 1000.0);
       }
       base += iters;
     }
   }
   if (me() == 0) {
-    double a = median(t_api), b = median(t_raw);
-    std::printf("pingpong n_pes=%d iters=%d: tdist signal_op+wait_until %.3f us/round trip, raw PTX %.3f us, "
-                "ratio %.3f (goal <= 1.05)\n",
-                npes(), iters, a, b, a / b);
+    const double floor = median(t[1]);
+    for (int kind = 2; kind < 4; ++kind)
+      std::printf("pingpong detail: %s %.3f us/round trip (%.3fx the floor)\n", names[kind], median(t[kind]),
+                  median(t[kind]) / floor);
+    std::printf("pingpong n_pes=%d iters=%d: %s %.3f us/round trip, raw PTX %.3f us, ratio %.3f (goal <= 1.05)\n",
+                npes(), iters, names[0], median(t[0]), floor, median(t[0]) / floor);
   }
   TD(tdist_host_barrier_all());
   cudaFree(ns);

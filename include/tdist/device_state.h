@@ -61,6 +61,10 @@ typedef struct tdist_device_fast {
   uint64_t heap_size;
   int32_t my_pe;
   int32_t n_pes; /* 0: not filled */
+  /* Nonzero when every PE is reachable by load/store and p2p_base[pe] == p2p_base[0] + pe *
+   * p2p_stride (the NVIDIA heap maps all PEs into one range): translation is then a multiply-add of
+   * constant-bank operands, with no indexed constant read in the chain before a signal's store. */
+  uint64_t p2p_stride;
   uint64_t p2p_base[TDIST_FAST_MAX_PES]; /* 0: PE not reachable by load/store */
 } tdist_device_fast_t;
 

@@ -48,6 +48,9 @@ TDIST_EXPORT void tdist_clear_error(void);
 
 #define TDIST_IP_PORT_MAX 128
 #define TDIST_PATH_MAX 256
+/* Device and host waits give up after this long unless option_attr.wait_timeout_ms (or
+ * TDIST_WAIT_TIMEOUT_MS) says otherwise; the same budget as dl.wait's default. */
+#define TDIST_DEFAULT_WAIT_TIMEOUT_MS 60000
 
 typedef enum tdist_backend_t {
   TDIST_BACKEND_AUTO = 0, /* CUDA when built with it and a GPU is visible, else CPU */
@@ -61,7 +64,7 @@ typedef struct tdist_option_attr {
   int32_t device_id;             /* CUDA device; -1 = LOCAL_RANK modulo the visible devices */
   uint32_t shm_init_timeout_s;   /* bootstrap connect / rendezvous; default 120 */
   uint32_t control_timeout_s;    /* each control-plane operation; default 120 */
-  uint64_t wait_timeout_ms;      /* device-side waits; 0 = forever; default 0 (tests set it) */
+  uint64_t wait_timeout_ms;      /* device-side waits; 0 = forever; default TDIST_DEFAULT_WAIT_TIMEOUT_MS */
 } tdist_option_attr_t;
 
 typedef struct tdist_init_attr {

@@ -95,10 +95,22 @@ class CudaTransport final : public HeapTransport {
     const int n = cp.size(), me = cp.rank();
     bases_.assign(n, nullptr);
     std::string err;
+    // One reservation for every PE's heap, PE i at range_ + i * size_: the same layout on every PE,
+    // so device code can translate with one multiply-add of constants (tdist_device_fast_t.p2p_stride)
+    // instead of an indexed table read. (A requested VA is not honoured, see ARCHITECTURE.md, so
+    // the range's base differs between processes; only the stride is shared.)
+    CUresult rr = drv_->cuMemAddressReserve(&range_, size_ * size_t(n), gran_, 0, 0);
+    if (rr != CUDA_SUCCESS) {
+      for (int pe = 0; pe < n; ++pe)
+        if (fds[pe] >= 0) ::close(fds[pe]);
+      TDIST_THROW(TDIST_ERR_SMEM, "cuMemAddressReserve(%zu bytes for %d heaps): %s", size_ * size_t(n), n,
+                  cu::result_string(rr).c_str());
+    }
+    range_pes_ = size_t(n);
     for (int pe = 0; pe < n; ++pe) {
       if (fds[pe] < 0) continue;
       try {
-        bases_[pe] = map_one(pe == me, fds[pe]);
+        bases_[pe] = map_one(pe == me, fds[pe], range_ + CUdeviceptr(pe) * size_);
       } catch (const Error &e) {
         if (err.empty()) err = strfmt("mapping PE %d's heap on device %d: %s", pe, ordinal_, e.what());
       }
@@ -202,9 +214,12 @@ class CudaTransport final : public HeapTransport {
     for (void *&b : bases_)
       if (b) {
         drv_->cuMemUnmap(CUdeviceptr(b), size_);
-        drv_->cuMemAddressFree(CUdeviceptr(b), size_);
         b = nullptr;
       }
+    if (range_) {
+      drv_->cuMemAddressFree(range_, size_ * range_pes_);
+      range_ = 0;
+    }
     local_ = nullptr;
     if (have_own_) {
       drv_->cuMemRelease(own_);
@@ -236,7 +251,12 @@ class CudaTransport final : public HeapTransport {
     f.heap_base = uint64_t(uintptr_t(s.heap_base));
     f.heap_size = s.heap_size;
     f.my_pe = s.my_pe;
-    for (size_t i = 0; i < p2p_copy_.size(); ++i) f.p2p_base[i] = p2p_copy_[i];
+    bool uniform = !p2p_copy_.empty();
+    for (size_t i = 0; i < p2p_copy_.size(); ++i) {
+      f.p2p_base[i] = p2p_copy_[i];
+      uniform = uniform && p2p_copy_[i] == uint64_t(range_) + i * uint64_t(size_);
+    }
+    f.p2p_stride = uniform ? uint64_t(size_) : 0;
     f.n_pes = s.n_pes;
     return f;
   }
@@ -314,21 +334,15 @@ class CudaTransport final : public HeapTransport {
   }
 
  private:
-  void *map_one(bool own, int fd) {
+  // Map one heap (ours or an imported peer's) at `va`, inside the reservation range_.
+  void *map_one(bool own, int fd, CUdeviceptr va) {
     CUmemGenericAllocationHandle h = own_;
     if (!own)
       TDIST_CU(drv_, cuMemImportFromShareableHandle(&h, reinterpret_cast<void *>(intptr_t(fd)),
                                                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-    CUdeviceptr va = 0;
     try {
-      // One reservation per peer; no fixed address (a requested VA is not honoured: see
-      // ARCHITECTURE.md), so every table entry is whatever the driver returns.
-      TDIST_CU(drv_, cuMemAddressReserve(&va, size_, gran_, 0, 0));
       CUresult r = drv_->cuMemMap(va, size_, 0, h, 0);
-      if (r != CUDA_SUCCESS) {
-        drv_->cuMemAddressFree(va, size_);
-        TDIST_THROW(TDIST_ERR_SMEM, "cuMemMap: %s", cu::result_string(r).c_str());
-      }
+      if (r != CUDA_SUCCESS) TDIST_THROW(TDIST_ERR_SMEM, "cuMemMap: %s", cu::result_string(r).c_str());
       CUmemAccessDesc acc{};
       acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
       acc.location.id = ordinal_;
@@ -336,7 +350,6 @@ class CudaTransport final : public HeapTransport {
       r = drv_->cuMemSetAccess(va, size_, &acc, 1);
       if (r != CUDA_SUCCESS) {
         drv_->cuMemUnmap(va, size_);
-        drv_->cuMemAddressFree(va, size_);
         TDIST_THROW(TDIST_ERR_SMEM, "cuMemSetAccess: %s", cu::result_string(r).c_str());
       }
     } catch (...) {
@@ -357,6 +370,8 @@ class CudaTransport final : public HeapTransport {
   bool have_own_ = false, published_ = false;
   void *local_ = nullptr;
   std::vector<void *> bases_;
+  CUdeviceptr range_ = 0;  // the one reservation holding every PE's heap (range_pes_ of them)
+  size_t range_pes_ = 0;
   CUdeviceptr dstate_ = 0;
   CUmodule kernels_ = nullptr;
   tdist_device_state_t host_state_{};

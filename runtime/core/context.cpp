@@ -303,7 +303,9 @@ int tdist_init_attr_default(tdist_init_attr_t *attr) {
     attr->option_attr.shm_init_timeout_s = 120;
     attr->option_attr.control_timeout_s = 120;
     // Documented default source: TDIST_WAIT_TIMEOUT_MS (tdist-run sets it); explicit values win.
-    attr->option_attr.wait_timeout_ms = env_u64("TDIST_WAIT_TIMEOUT_MS", 0);
+    // Without either, waits give up after TDIST_DEFAULT_WAIT_TIMEOUT_MS: a lost signal ends as a
+    // timeout that names the slot, never as a hang. 0 (explicit) waits forever.
+    attr->option_attr.wait_timeout_ms = env_u64("TDIST_WAIT_TIMEOUT_MS", TDIST_DEFAULT_WAIT_TIMEOUT_MS);
   });
 }
 

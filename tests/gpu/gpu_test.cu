@@ -603,6 +603,11 @@ TEST_F(Gpu, FastStateMatchesHostTable) {
   EXPECT_EQ(f.heap_base, uint64_t(uintptr_t(s->heap_base)));
   EXPECT_EQ(f.heap_size, s->heap_size);
   for (int pe = 0; pe < npes(); ++pe) EXPECT_EQ(f.p2p_base[pe], uint64_t(uintptr_t(s->p2p_heap_base[pe]))) << pe;
+  // One reservation for all heaps: the stride form of the translation must be in use and agree
+  // with the table for every PE (a stride that disagreed would send signals to the wrong heap).
+  ASSERT_NE(f.p2p_stride, 0u) << "the heaps are not mapped at a uniform stride";
+  EXPECT_GE(f.p2p_stride, f.heap_size);
+  for (int pe = 0; pe < npes(); ++pe) EXPECT_EQ(f.p2p_base[0] + uint64_t(pe) * f.p2p_stride, f.p2p_base[pe]) << pe;
   EXPECT_EQ(tdist_cuda_fast_state(&f, sizeof f - 8), TDIST_ERR_INVALID_PARAM);
   EXPECT_EQ(tdist_cuda_fast_state(nullptr, sizeof f), TDIST_ERR_INVALID_PARAM);
 }

@@ -48,7 +48,9 @@ def device_bitcode(tmp_path_factory):
     return str(out)
 
 
-def _compiler(bitcode, monkeypatch):
+def _compiler(bitcode, monkeypatch, stage="ptx"):
+    """compile(fn, signature, constexprs=None, **options) -> the ``stage`` text ("ptx", "ttir", ...)
+    of ``fn`` for sm_90 against ``bitcode`` (no GPU needed)."""
     monkeypatch.setenv("TDIST_DEVICE_BITCODE", bitcode)
     import triton
     from triton.backends.compiler import GPUTarget
@@ -60,7 +62,7 @@ def _compiler(bitcode, monkeypatch):
         for k in constexprs:
             sig[k] = "constexpr"
         return triton.compile(ASTSource(fn, sig, constexprs), target=GPUTarget("cuda", 90, 32),
-                              options=options or None).asm["ptx"]
+                              options=options or None).asm[stage]
 
     return run
 
@@ -73,21 +75,13 @@ def compile_ptx_real(real_bitcode, monkeypatch):
 @pytest.fixture
 def compile_ptx(device_bitcode, monkeypatch):
     """compile_ptx(fn, signature, constexprs=None, **options) -> PTX text for sm_90 (no GPU needed)."""
-    monkeypatch.setenv("TDIST_DEVICE_BITCODE", device_bitcode)
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+    return _compiler(device_bitcode, monkeypatch)
 
-    def run(fn, signature, constexprs=None, **options):
-        constexprs = dict(constexprs or {})
-        sig = dict(signature)
-        for k in constexprs:
-            sig[k] = "constexpr"
-        src = ASTSource(fn, sig, constexprs)
-        k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options or None)
-        return k.asm["ptx"]
 
-    return run
+@pytest.fixture
+def compile_ttir(device_bitcode, monkeypatch):
+    """Like compile_ptx, but returns Triton's TTIR (where the extern calls still stand as ops)."""
+    return _compiler(device_bitcode, monkeypatch, "ttir")
 
 
 def body(ptx):

@@ -19,6 +19,8 @@ import shmem as ash  # noqa: E402
 import tdist  # noqa: E402
 import triton_dist.language as dl  # noqa: E402
 from test_extensions_compile import slices_2d  # noqa: E402  (the kernel the compile test checks)
+from test_tutorial_compat import (allgather_push_kernel, producer_consumer_kernel,  # noqa: E402
+                                  shmem_put_signal_kernel)  # the tutorial-style kernels, run unchanged
 from triton_dist.language.extra import libshmem_device as shm  # noqa: E402
 from triton_dist.language.extra.cann import extension as ext  # noqa: E402
 
@@ -184,6 +186,60 @@ def scenario_slices(seed, rank):
     check("get_element", torch.equal(el[0], x[3, 5]))
 
 
+def scenario_tutorial(seed, rank, world):
+    """The Triton-distributed tutorial-style kernels of test_tutorial_compat.py, launched as written there;
+    each result checked exactly against the peers' regenerated inputs, outputs poisoned first."""
+    dev = tdist.cuda_device()
+    prev = (rank - 1) % world
+    # producer/consumer (seed 003) through a symmetric queue, fp16, a masked tail (N=1000 of BLOCK=1024)
+    n = 1000
+    queue = ash.aclshmem_create_tensor([1024], torch.float16, device_id=dev)
+    sig = ash.aclshmem_create_tensor([8], torch.int64, device_id=dev)
+    ok = True
+    for it in range(2):
+        queue.fill_(float("nan"))
+        sig.fill_(0)
+        src = data_for(seed, rank, 300 + it, torch.float16, n).cuda()
+        out = torch.full((n,), float("nan"), dtype=torch.float16, device="cuda")
+        torch.cuda.synchronize()
+        ash.barrier_all()
+        producer_consumer_kernel[(2,)](src, queue, sig, out, N=n, BLOCK=1024)
+        torch.cuda.synchronize()
+        ash.barrier_all()
+        ok &= torch.equal(out.cpu(), data_for(seed, prev, 300 + it, torch.float16, n))
+        ok &= int(sig[0].item()) == 0
+    check("tutorial producer/consumer (fp16, masked tail, 2 launches)", ok)
+    # all-gather by pushes with add-notifies and a multi-slot wait, bf16
+    n = 256
+    buf = ash.aclshmem_create_tensor([world * n], torch.bfloat16, device_id=dev)
+    sigs = ash.aclshmem_create_tensor([world * 8], torch.int64, device_id=dev)
+    buf.fill_(float("nan"))
+    sigs.fill_(0)
+    local = data_for(seed, rank, 310, torch.bfloat16, n).cuda()
+    torch.cuda.synchronize()
+    ash.barrier_all()
+    allgather_push_kernel[(1,)](buf, sigs, local, N=n, BLOCK=n)
+    torch.cuda.synchronize()
+    ash.barrier_all()
+    want = torch.cat([data_for(seed, p, 310, torch.bfloat16, n) for p in range(world)])
+    check("tutorial all-gather push (bf16)", torch.equal(buf.cpu(), want) and torch.equal(local.cpu(), want[:n]))
+    # libshmem_device: block-wide putmem_signal_nbi + quiet + signal_wait_until + barrier_all, fp32
+    dst = ash.aclshmem_create_tensor([N], torch.float32, device_id=dev)
+    src = ash.aclshmem_create_tensor([N], torch.float32, device_id=dev)
+    psig = ash.aclshmem_create_tensor([8], torch.int64, device_id=dev)
+    dst.fill_(float("nan"))
+    psig.fill_(0)
+    src.copy_(data_for(seed, rank, 320).cuda())
+    torch.cuda.synchronize()
+    ash.barrier_all()
+    shmem_put_signal_kernel[(1,)](dst, src, psig, N * 4)
+    torch.cuda.synchronize()
+    ash.barrier_all()
+    check("tutorial libshmem_device putmem_signal_nbi_block", torch.equal(dst.cpu(), data_for(seed, prev, 320)))
+    for t in (queue, sig, buf, sigs, dst, src, psig):
+        ash.aclshmem_free_tensor(t)
+
+
 def scenario_errors(rank, world):
     try:
         ash.check_symmetric(torch.empty(4, device="cuda"))
@@ -208,6 +264,7 @@ def main():
                      ("putmem_signal", lambda: scenario_putmem_signal(seed, rank, world)),
                      ("slices", lambda: scenario_slices(seed, rank)),
                      ("block_sync", lambda: scenario_block_sync(seed, rank)),
+                     ("tutorial", lambda: scenario_tutorial(seed, rank, world)),
                      ("errors", lambda: scenario_errors(rank, world))):
         try:
             fn()

@@ -30,7 +30,7 @@ def test_all_calls_ptx(compile_ptx):
     assert re.search(r"ld\.acquire\.sys\.global\.s64 \S+, \[\S+\];\s*setp\.ge\.s64", b)
     assert re.search(r"@%tdn_p st\.release\.sys\.global\.u64", b)
     assert re.search(r"@%tdn_p red\.release\.sys\.global\.add\.u64", b)
-    # barrier_all: thread 0 calls the bitcode barrier between two bar.sync (here inlined: membar.sys)
+    # barrier_all: every thread calls the bitcode barrier (the test bitcode inlines it as membar.sys)
     assert "membar.sys" in b
     # copies: 4-byte path and byte path both present
     assert "ld.global.b32" in b and re.search(r"ld\.global\.(b8|u8)", b)
@@ -54,3 +54,39 @@ def test_bad_sig_op(compile_ptx):
     with pytest.raises(triton.compiler.errors.CompilationError) as e:
         compile_ptx(bad_sig_op, {"sig": "*i64"})
     assert "sig_op=7 is not SIGNAL_SET (1) / SIGNAL_ADD (2)" in _messages(e.value)
+
+
+@triton.jit
+def barrier_only(x):
+    shm.barrier_all()
+    tl.store(x, 1)
+
+
+def test_barrier_all_called_by_every_thread(compile_ttir):
+    # tdist_barrier_all is CTA-collective (its own bar.sync pairs): every thread must call it, so the
+    # call must not sit under a branch (a tid == 0 guard hung the GPU run that found this)
+    ir = compile_ttir(barrier_only, {"x": "*i32"})
+    calls = [l for l in ir.splitlines() if "tdist_barrier_all_i64" in l]
+    assert len(calls) == 1, ir
+    assert "scf.if" not in ir, "barrier_all's bitcode call is guarded: only some threads would reach its bar.sync"
+
+
+@triton.jit
+def wait_forever_is_refused(sig):
+    shm.signal_wait_until(sig, shm.CMP_EQ, 1, timeout_ns=0)
+
+
+@triton.jit
+def wait_short(sig):
+    shm.signal_wait_until(sig, shm.CMP_NE, 0, timeout_ns=5_000_000)
+
+
+def test_signal_wait_until_is_bounded(compile_ptx):
+    import pytest
+    b = body(compile_ptx(wait_short, {"sig": "*i32"}))
+    assert re.search(r"ld\.acquire\.sys\.global\.u32 \S+, \[\S+\];\s*setp\.ne\.u32", b)
+    assert "%globaltimer" in b and "5000000" in b, "the spin reads no timer against its budget"
+    assert "trap;" in b and "vprintf" in b, "an expired wait neither reports nor traps"
+    with pytest.raises(triton.compiler.errors.CompilationError) as e:
+        compile_ptx(wait_forever_is_refused, {"sig": "*i64"})
+    assert "timeout_ns must be a constant int > 0" in _messages(e.value)

@@ -91,7 +91,7 @@ extern "C" TDISTI_NV_CONST_VAR tdist_device_fast_t tdisti_fast;
 extern "C" {
 TDISTI_NV_CONST_VAR tdist_device_state_t *tdisti_device_state = 0;
 /* Constant-memory copy of the hot fields (device_state.h); n_pes == 0 until the host fills it. */
-TDISTI_NV_CONST_VAR tdist_device_fast_t tdisti_fast = {0, 0, 0, 0, {0}};
+TDISTI_NV_CONST_VAR tdist_device_fast_t tdisti_fast = {0, 0, 0, 0, 0, {0}};
 }
 #endif
 
@@ -415,6 +415,9 @@ TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
   if (fn > 0) {  /* constant-cache path: no dependent global load */
     const uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)tdisti_fast.heap_base);
     if (pe >= 0 && pe < fn && off < tdisti_fast.heap_size) {
+      const uint64_t stride = tdisti_fast.p2p_stride;
+      if (stride != 0) /* fixed-offset constant operands only: no indexed read */
+        return (void *)(uintptr_t)(tdisti_fast.p2p_base[0] + (uint64_t)pe * stride + off);
       const uint64_t base = tdisti_fast.p2p_base[pe];
       return base ? (void *)(uintptr_t)(base + off) : 0;
     }

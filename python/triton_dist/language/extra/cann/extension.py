@@ -143,10 +143,24 @@ def get_element(src, offset, _semantic=None, _generator=None):
     total = 1
     for n in shape:
         total *= n
-    flat = _semantic.reshape(src, [total], False)
-    flat_hit = _semantic.reshape(_semantic.cast(hit, tl.int32), [total], False)
-    value, _ = tlc.reduce((flat, flat_hit), 0, _pick, _semantic=_semantic, _generator=_generator)
-    return value
+    # The element's bits, zero elsewhere, OR-reduced: one single-operand reduction, exact for every
+    # value (NaN payloads and -0.0 included). A (value, hit) pair reduction would depend on Triton
+    # reordering both operands of the reshape the same way, which it does not promise.
+    elem = src.type.scalar
+    is_bool = elem.primitive_bitwidth == 1
+    x = _semantic.cast(src, tl.int8) if is_bool else src
+    ity = {8: tl.int8, 16: tl.int16, 32: tl.int32, 64: tl.int64}[x.type.scalar.primitive_bitwidth]
+    xi = _semantic.bitcast(x, ity) if x.type.scalar != ity else x
+    masked = _semantic.where(hit, xi, _semantic.full(shape, 0, ity))
+    flat = _semantic.reshape(masked, [total], True)
+    bits = tlc.reduce(flat, 0, _bit_or, _semantic=_semantic, _generator=_generator)
+    value = _semantic.bitcast(bits, x.type.scalar) if x.type.scalar != ity else bits
+    return _semantic.cast(value, elem) if is_bool else value
+
+
+@triton.jit
+def _bit_or(a, b):
+    return a | b
 
 
 @tlc.builtin

@@ -130,23 +130,51 @@ putmem_signal_block = putmem_signal_warp = putmem_signal_nbi = putmem_signal_nbi
 putmem_signal_nbi_warp = putmem_signal
 
 
-def _wait_until_asm(bits, cmp):
+def _wait_until_asm(bits, cmp, timeout_ns):
+    """Bounded spin: $0 status (0 = the predicate held, 1 = timed out), $1 value seen last,
+    $2 address, $3 comparand. The timer is read once every 64 polls."""
     t = f"u{bits}" if cmp in (0, 1) else f"s{bits}"
     return f"""{{
         .reg .pred %tdu_p;
+        .reg .u64 %tdu_t0, %tdu_now;
+        .reg .u32 %tdu_i;
+        mov.u32 $0, 0;
+        mov.u32 %tdu_i, 0;
+        mov.u64 %tdu_t0, %globaltimer;
     tdu_spin:
-        ld.acquire.sys.global.{t} $0, [$1];
-        setp.{_PTX_CMP[cmp]}.{t} %tdu_p, $0, $2;
-        @!%tdu_p bra tdu_spin;
+        ld.acquire.sys.global.{t} $1, [$2];
+        setp.{_PTX_CMP[cmp]}.{t} %tdu_p, $1, $3;
+        @%tdu_p bra tdu_done;
+        add.u32 %tdu_i, %tdu_i, 1;
+        and.b32 %tdu_i, %tdu_i, 63;
+        setp.ne.u32 %tdu_p, %tdu_i, 0;
+        @%tdu_p bra tdu_spin;
+        mov.u64 %tdu_now, %globaltimer;
+        sub.u64 %tdu_now, %tdu_now, %tdu_t0;
+        setp.lt.u64 %tdu_p, %tdu_now, {int(timeout_ns)};
+        @%tdu_p bra tdu_spin;
+        mov.u32 $0, 1;
+    tdu_done:
     }}"""
 
 
+@triton.jit
+def _wait_until_timed_out(status, addr, cmp_val, seen):
+    if status != 0:
+        if dlcore._thread_id() == 0:
+            tl.device_print("tdist: libshmem_device.signal_wait_until timed out (address, comparand, seen)", addr,
+                            cmp_val, seen)
+        dlcore._trap()
+
+
 @tlc.builtin
-def signal_wait_until(sig_addr, cmp, cmp_val, _semantic=None):
+def signal_wait_until(sig_addr, cmp, cmp_val, timeout_ns=dlcore.DEFAULT_WAIT_TIMEOUT_NS, _semantic=None,
+                      _generator=None):
     """Wait (acquire, every thread) until ``*sig_addr <cmp> cmp_val`` on this PE; return the value seen.
 
-    Unlike ``dl.wait`` this spin has no time budget (it follows NVSHMEM's contract); prefer
-    ``dl.wait`` where the protocol allows an equality wait.
+    Bounded like ``dl.wait``: after ``timeout_ns`` (a constant; default 60 s) thread 0 prints the
+    address, the comparand and the value seen, and the program traps. The argument is an
+    extension of NVSHMEM's signature, whose spin has no limit.
     """
     what = "libshmem_device.signal_wait_until"
     dlcore._require_cuda(what, _semantic)
@@ -156,10 +184,16 @@ def signal_wait_until(sig_addr, cmp, cmp_val, _semantic=None):
     cmp = tlc._unwrap_if_constexpr(cmp)
     if cmp not in _PTX_CMP:
         raise dlcore.DistributedError(f"{what}: cmp={cmp!r} is not one of CMP_EQ..CMP_LE (0..5)")
+    timeout_ns = tlc._unwrap_if_constexpr(timeout_ns)
+    if not isinstance(timeout_ns, int) or isinstance(timeout_ns, bool) or timeout_ns <= 0:
+        raise dlcore.DistributedError(f"{what}: timeout_ns must be a constant int > 0, got {timeout_ns!r}")
     v = _semantic.cast(_semantic.to_tensor(tlc._unwrap_if_constexpr(cmp_val)), elem)
     c = "r" if bits == 32 else "l"
-    return dlcore._inline_asm(_wait_until_asm(bits, cmp), f"={c},l,{c}", [_semantic.cast(p, tl.int64), v], elem,
-                              _semantic)
+    addr = _semantic.cast(p, tl.int64)
+    status, seen = dlcore._inline_asm(_wait_until_asm(bits, cmp, timeout_ns), f"=r,={c},l,{c}", [addr, v],
+                                      (tl.int32, elem), _semantic)
+    _generator.call_JitFunction(_wait_until_timed_out, [status, addr, v, seen], {})
+    return seen
 
 
 @tlc.builtin
@@ -180,9 +214,11 @@ def quiet(_semantic=None):
 def barrier_all(_semantic=None, _generator=None):
     """Device barrier over every program of the launch on every PE (docs/CONTRACT.md section 3).
 
-    Every thread joins ``bar.sync``; thread 0 runs the bitcode's centralised pull barrier
-    (``tdist_barrier_all_i64``: void functions need an int-returning twin because Triton's
-    ``extern_elementwise`` cannot return void); every thread joins again.
+    Every thread calls the bitcode's ``tdist_barrier_all_i64`` (void functions need an int-returning
+    twin because Triton's ``extern_elementwise`` cannot return void), which is CTA-collective like
+    ``tdist_barrier_all``: it joins ``bar.sync``, thread 0 runs the centralised pull barrier, and
+    every thread joins again before it returns. (Calling it from thread 0 alone would pair its
+    internal ``bar.sync`` with the other threads' and leave thread 0 at a barrier they never reach.)
     """
     dlcore._require_cuda("libshmem_device.barrier_all", _semantic)
     return _generator.call_JitFunction(_barrier_all, [], {})
@@ -195,10 +231,7 @@ def _bitcode_barrier(_semantic=None):
 
 @triton.jit
 def _barrier_all():
-    dlcore._cta_barrier()
-    if dlcore._thread_id() == 0:
-        _bitcode_barrier()
-    dlcore._cta_barrier()
+    _bitcode_barrier()
 
 
 barrier_all_block = barrier_all_warp = barrier_all
