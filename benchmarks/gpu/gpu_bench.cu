@@ -45,8 +45,10 @@ double median(std::vector<double> v) {
 // One kernel, four forms: the signal through tdist_signal_op or a bare st.release.sys on the
 // precomputed peer address, the wait through tdist_signal_wait_until or a bare ld.acquire.sys
 // poll. <true, true> is the API, <false, false> the floor (no tdist at all); the mixed forms
-// say which half of the API costs what.
-template <bool kApiSignal, bool kApiWait>
+// say which half of the API costs what. kDiagPath adds a never-taken printf to the floor: any call
+// in a kernel makes ptxas put MEMBAR.ALL.CTA before every system-scope release, and the API's
+// fault path has one (its diagnostic), so this form prices that fence alone.
+template <bool kApiSignal, bool kApiWait, bool kDiagPath = false>
 __global__ void pingpong(uint64_t *mine, uint64_t *theirs, int me, int iters, uint64_t base, unsigned long long *ns) {
   if (kApiSignal || kApiWait) me = tdist_my_pe();
   const int peer = 1 - me;
@@ -66,6 +68,7 @@ __global__ void pingpong(uint64_t *mine, uint64_t *theirs, int me, int iters, ui
       while (x != v);
     }
   };
+  if (kDiagPath && iters < 0) printf("pingpong: iters %d < 0\n", iters);
   for (int i = 1; i <= iters; ++i) {
     const uint64_t v = base + i;
     if (i == 2) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -95,14 +98,16 @@ void bench_pingpong() {
   uint64_t *mine = flags, *theirs = nullptr;
   if (active) theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[1 - me()]) + tdist_heap_offset(mine));
   using Kernel = void (*)(uint64_t *, uint64_t *, int, int, uint64_t, unsigned long long *);
-  const Kernel kernels[4] = {pingpong<true, true>, pingpong<false, false>, pingpong<true, false>, pingpong<false, true>};
-  const char *names[4] = {"tdist signal_op + signal_wait_until", "raw PTX floor", "tdist signal_op + raw wait",
-                          "raw signal + tdist signal_wait_until"};
+  constexpr int kForms = 5;
+  const Kernel kernels[kForms] = {pingpong<true, true>, pingpong<false, false>, pingpong<true, false>,
+                                  pingpong<false, true>, pingpong<false, false, true>};
+  const char *names[kForms] = {"tdist signal_op + signal_wait_until", "raw PTX floor", "tdist signal_op + raw wait",
+                               "raw signal + tdist signal_wait_until", "raw PTX with a never-taken printf"};
   const int iters = 20000, reps = 7;
-  std::vector<double> t[4];
+  std::vector<double> t[kForms];
   uint64_t base = 0;
   for (int r = 0; r < reps + 1; ++r) {  // first rep of each is warm-up; the forms alternate
-    for (int kind = 0; kind < 4; ++kind) {
+    for (int kind = 0; kind < kForms; ++kind) {
       TD(tdist_host_barrier_all());
       if (active) {
         kernels[kind]<<<1, 1>>>(mine, theirs, me(), iters, base, ns);
@@ -117,7 +122,7 @@ void bench_pingpong() {
   }
   if (me() == 0) {
     const double floor = median(t[1]);
-    for (int kind = 2; kind < 4; ++kind)
+    for (int kind = 2; kind < kForms; ++kind)
       std::printf("pingpong detail: %s %.3f us/round trip (%.3fx the floor)\n", names[kind], median(t[kind]),
                   median(t[kind]) / floor);
     std::printf("pingpong n_pes=%d iters=%d: %s %.3f us/round trip, raw PTX %.3f us, ratio %.3f (goal <= 1.05)\n",

@@ -410,14 +410,13 @@ TDISTI_NV_FN void tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_t f
 }
 
 /* ---- address translation ---- */
-TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
+/* The table and global-state paths: a job above TDIST_FAST_MAX_PES, a module the host never
+ * patched, a PE without a load/store mapping, or an address outside the heap (a fault). */
+TDISTI_NV_FN void *tdisti_nv_ptr_slow(const void *addr, int pe) {
   const int32_t fn = tdisti_fast.n_pes;
-  if (fn > 0) {  /* constant-cache path: no dependent global load */
+  if (fn > 0) { /* patched: the constant table, no dependent global load */
     const uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)tdisti_fast.heap_base);
     if (pe >= 0 && pe < fn && off < tdisti_fast.heap_size) {
-      const uint64_t stride = tdisti_fast.p2p_stride;
-      if (stride != 0) /* fixed-offset constant operands only: no indexed read */
-        return (void *)(uintptr_t)(tdisti_fast.p2p_base[0] + (uint64_t)pe * stride + off);
       const uint64_t base = tdisti_fast.p2p_base[pe];
       return base ? (void *)(uintptr_t)(base + off) : 0;
     }
@@ -435,6 +434,17 @@ TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
   }
   char *base = tdisti_nv_p2p_base(st, pe);
   return base ? base + off : 0;
+}
+
+/* Fast path: every PE mapped at a uniform stride (tdist_device_fast_t.p2p_stride). One combined
+ * predicate (non-short-circuit &, so one branch) over constant-bank operands, then a multiply-add;
+ * n_pes == 0 (not patched) fails the unsigned range test. */
+TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
+  const uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)tdisti_fast.heap_base);
+  const uint64_t stride = tdisti_fast.p2p_stride;
+  const bool fast = ((uint32_t)pe < (uint32_t)tdisti_fast.n_pes) & (off < tdisti_fast.heap_size) & (stride != 0);
+  if (__builtin_expect(fast, 1)) return (void *)(uintptr_t)(tdisti_fast.p2p_base[0] + (uint64_t)pe * stride + off);
+  return tdisti_nv_ptr_slow(addr, pe);
 }
 
 /* ---- bulk copy: lanes idx, idx+stride, ... of a cooperating group copy n bytes ----
