@@ -1,5 +1,6 @@
 // NVIDIA backend benchmarks. Run under tdist-run (several ranks on one GPU run under MPS):
 //   tdist-run -n 2 -- tdist_gpu_bench pingpong   signal round trip: tdist API vs raw PTX floor
+//                                                (tdist_gpu_bench_noprintf: the same, TDIST_NV_NO_DEVICE_PRINTF)
 //   tdist-run -n 1 -- tdist_gpu_bench put        block putmem vs cudaMemcpy D2D, same bytes
 //   tdist-run -n N -- tdist_gpu_bench barrier    device tdist_barrier_all latency
 // Each prints a ratio against a baseline measured in the same run (medians of repeated runs).
@@ -125,8 +126,13 @@ void bench_pingpong() {
     for (int kind = 2; kind < kForms; ++kind)
       std::printf("pingpong detail: %s %.3f us/round trip (%.3fx the floor)\n", names[kind], median(t[kind]),
                   median(t[kind]) / floor);
-    std::printf("pingpong n_pes=%d iters=%d: %s %.3f us/round trip, raw PTX %.3f us, ratio %.3f (goal <= 1.05)\n",
-                npes(), iters, names[0], median(t[0]), floor, median(t[0]) / floor);
+#ifdef TDIST_NV_NO_DEVICE_PRINTF
+    const char *build = " [built with TDIST_NV_NO_DEVICE_PRINTF]";
+#else
+    const char *build = "";
+#endif
+    std::printf("pingpong n_pes=%d iters=%d: %s %.3f us/round trip, raw PTX %.3f us, ratio %.3f (goal <= 1.05)%s\n",
+                npes(), iters, names[0], median(t[0]), floor, median(t[0]) / floor, build);
   }
   TD(tdist_host_barrier_all());
   cudaFree(ns);

@@ -127,11 +127,10 @@ def bulk_putmem(dst, src, nbytes, pe, VEC_BLOCK: tl.constexpr):
 # ---------------------------------------------------------------------------------------------
 # Device barrier over every program of the launch on every PE, on a caller-owned signal area.
 #
-# Why not libshmem_device.barrier_all: it calls ``tdist_barrier_all_i64``, which the real
-# libtdist_device.bc (device/NVIDIA, 2026-11-29) does not define -- ptxas fails with "Unresolved
-# extern function" (only the test bitcode tests/python/fake_device.cu has it). This barrier needs
-# only dl.* and atomics, and its state lives in the kernel's own signal buffer, which the host
-# protocol zeroes before each launch (so barrier number k of a launch waits for counters == k).
+# Why not libshmem_device.barrier_all: that barrier's state is one per heap (the runtime's sync
+# area), shared by every kernel that calls it; this one needs only dl.* and atomics, and its state
+# lives in the kernel's own signal buffer, which the host protocol zeroes before each launch (so
+# barrier number k of a launch waits for counters == k).
 #
 # Layout (BAR_SLOTS(world) slots of 64 bytes): slot 0 arrive counter (local programs), slot 1
 # release flag (local), slots 2 .. 2 + world: "PE r reached barrier k" flags written by PE r.
@@ -157,6 +156,62 @@ def grid_barrier(bar_ptr, k, rank, world):
 
 def bar_slots(world):
     return 2 + world
+
+
+# ---------------------------------------------------------------------------------------------
+# Epoch protocol of the one-pass all-to-alls: no host barrier and no reset around the launch.
+#
+# Control area (epoch_slots(world) slots of 64 bytes; zeroed once when created, then only grows):
+# slot 0 this PE's epoch (launches completed with this area), slot 1 finished-program counter,
+# slots 2 .. 2 + W: ready[r] = the epoch PE r has entered (written by PE r), slots 2 + W .. 2 + 2W:
+# done[r] = the epoch whose stores into this PE's output PE r has finished (written by PE r).
+# Launch e (every program reads e = slot 0 + 1; slot 0 changes only when the last program leaves):
+#  1. every program tells every peer "this PE entered e" (relaxed: the receiver's earlier use of its
+#     output ended at an earlier kernel boundary, so nothing needs ordering before it; every program
+#     sends it, so a sender never waits on a program of the receiver that is not resident yet);
+#  2. a program stores into peer t's output only after ready[t] == e here;
+#  3. every program makes its stores visible system-wide (fence) and counts itself out; the last one
+#     signals done(e) to every peer, waits for done[r] == e from every peer, and records e.
+# Equality holds while anyone waits: a PE can enter e + 1 only after its launch e saw every
+# peer's done(e), which each peer sends after all of its stores of epoch e.
+# The grid must be the same at every launch with one area (the host keys the area by it).
+
+
+def epoch_slots(world):
+    return 2 + 2 * world
+
+
+@triton.jit
+def epoch_begin(ctl_ptr, rank, world):
+    e = tl.load(ctl_ptr) + 1
+    for r in range(0, world):
+        if r != rank:
+            tl.atomic_xchg(dl.symm_at(ctl_ptr + (2 + rank) * SIG, r), e, sem="relaxed", scope="sys")
+    return e
+
+
+@triton.jit
+def epoch_wait_ready(ctl_ptr, target, rank, e):
+    """Token for the stores into ``target``'s output: they may start once ``target`` entered ``e``."""
+    tok = rank * 0
+    if target != rank:
+        tok = dl.wait(ctl_ptr + (2 + target) * SIG, 1, "sys", "acquire", waitValue=e, timeout_ns=WAIT_NS)
+    return tok
+
+
+@triton.jit
+def epoch_end(ctl_ptr, rank, world, e):
+    fence_sys()
+    cta_sync()
+    old = tl.atomic_add(ctl_ptr + SIG, 1, sem="acq_rel", scope="gpu")
+    if old == e * tl.num_programs(0) - 1:
+        for r in range(0, world):
+            if r != rank:
+                dl.notify(ctl_ptr + (2 + world + rank) * SIG, r, e)
+        for r in range(0, world):
+            if r != rank:
+                dl.wait(ctl_ptr + (2 + world + r) * SIG, 1, "sys", "acquire", waitValue=e, timeout_ns=WAIT_NS)
+        tl.store(ctl_ptr, e)
 
 
 @triton.jit

@@ -28,7 +28,8 @@ import triton.language as tl
 
 import triton_dist.language as dl
 
-from ._common import SIG, WAIT_NS, bar_slots, cdiv, direct_tile, fence_sys, grid_barrier
+from ._common import (SIG, WAIT_NS, bar_slots, cdiv, direct_tile, epoch_begin, epoch_end, epoch_wait_ready, fence_sys,
+                      grid_barrier)
 
 ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
 
@@ -77,19 +78,23 @@ def dispatch_a2a_kernel(
 
 @triton.jit(do_not_specialize=['rank', 'world'])
 def dispatch_a2a_direct_kernel(
-    x_ptr, out_ptr,
+    x_ptr, out_ptr, ctl_ptr,
     rank, world, S, H, D,
     stride_xs, stride_xh, stride_xd,
     stride_os, stride_oh, stride_od,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    """One pass into the peers' symmetric outputs: one program per tile, peers interleaved."""
+    """One pass into the peers' symmetric outputs: one program per tile, peers interleaved; the
+    epoch protocol of ``_common`` (control area ``ctl_ptr``) replaces barriers around the launch."""
+    e = epoch_begin(ctl_ptr, rank, world)
     target, h, offs_s, offs_d, mask = direct_tile(rank, world, S, H, D, BLOCK_S, BLOCK_D)
     x = tl.load(x_ptr + offs_s.to(tl.int64)[:, None] * stride_xs + (target * H + h) * stride_xh
                 + offs_d[None, :] * stride_xd, mask=mask)
-    dst = dl.symm_at(out_ptr, target)
+    tok = epoch_wait_ready(ctl_ptr, target, rank, e)
+    dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
     tl.store(dst + (rank * S + offs_s).to(tl.int64)[:, None] * stride_os + h * stride_oh + offs_d[None, :] * stride_od,
              x, mask=mask)
+    epoch_end(ctl_ptr, rank, world, e)
 
 
 @triton.jit
@@ -280,7 +285,8 @@ def compile_cases(dtype="fp16"):
          {"x_ptr": p, "out_ptr": p, "recv_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i,
           "D": i, "stride_xs": i, "stride_xh": i}, {"stride_xd": 1, "BLOCK_S": 16, "BLOCK_D": 128}),
         ("dispatch_a2a_direct", dispatch_a2a_direct_kernel,
-         {"x_ptr": p, "out_ptr": p, "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_xs": i, "stride_xh": i,
+         {"x_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_xs": i,
+          "stride_xh": i,
           "stride_os": i, "stride_oh": i}, {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256}),
         ("sum_partials", sum_partials_kernel, {"part_ptr": p, "out_ptr": p, "world": i, "n": i}, {"BLOCK": 2048}),
         ("allreduce_ll", allreduce_ll_kernel,

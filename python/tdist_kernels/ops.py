@@ -24,7 +24,8 @@ Protocols, per form:
   barrier. The first barrier keeps a rank's clear from erasing a faster peer's signals of this
   round; the second keeps the next round's clear (and pushes into a peer's buffers) behind every
   rank's end of this round.
-* direct all-to-alls: barrier, one-pass launch, barrier (no signals).
+* direct all-to-alls: one launch; epoch flags that only grow (``_common.epoch_begin``/``epoch_end``)
+  replace the barriers and the reset.
 * cuBLAS overlap forms: barrier, copy-engine puts and stream signals on a side stream (AG) or
   matmuls written into the owners' buffers (RS), bounded stream waits, barrier.
 * one_shot_ll: one launch; epoch-valued flags kept on the device replace the barriers and resets.
@@ -42,7 +43,7 @@ from . import overlap as ov
 from . import reverse_a2a as ra
 from . import _validate as v
 from ._common import SIG_ELEMS, KernelArgError, cdiv, resident_grid
-from ._common import bar_slots
+from ._common import bar_slots, epoch_slots
 
 ALLREDUCE_VARIANTS = col.ALLREDUCE_VARIANTS
 
@@ -192,12 +193,27 @@ def _check_symmetric_out(what, ash, out):
         raise KernelArgError(f"{what}: the direct variant needs out on the symmetric heap: {e}") from None
 
 
-def _direct_protocol(ash, launch):
-    # first barrier: every rank is done with its previous use of the output it is about to receive;
-    # second: every peer's stores into this rank's output have landed
-    ash.barrier_all_on_stream()
-    launch()
-    ash.barrier_all_on_stream()
+def _epoch_buffers(torch, ash, key, what, make):
+    """Buffers of an epoch-protocol op (flags that only grow, no reset per call), created at its first
+    call with ``key``: ``make()`` returns them with the flag area last, which is zeroed once on every
+    rank before any peer can signal into it (a barrier follows the clear)."""
+    def build():
+        bufs = make()
+        bufs[-1].zero_()
+        torch.cuda.synchronize()
+        ash.barrier_all()
+        return bufs
+
+    if key not in _cache and torch.cuda.is_current_stream_capturing():
+        raise KernelArgError(f"{what}: its buffers are created at the first call with these shapes, which cannot "
+                             "happen inside CUDA-graph capture: call it once eagerly first")
+    return _buffers(key, build)
+
+
+def _epoch_area(torch, ash, key, world, what):
+    """The control area of a one-pass all-to-all (``_common.epoch_slots``), one per (op, shape, grid)."""
+    return _epoch_buffers(torch, ash, key, what, lambda: (
+        ash.aclshmem_create_tensor([epoch_slots(world) * SIG_ELEMS], torch.int64),))[0]
 
 
 def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, block_d=None):
@@ -227,8 +243,9 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
         bs0, bd0 = direct_tiles(D, a.element_size())
         bs, bd = block_s or bs0, block_d or bd0
         grid = ra.direct_grid(W, S, H, D, bs, bd)
-        _direct_protocol(ash, lambda: ra.reverse_a2a_direct_kernel[(grid,)](
-            a, out, me, W, S, H, D, *a.stride(), *out.stride(), BLOCK_S=bs, BLOCK_D=bd, num_warps=4))
+        ctl = _epoch_area(torch, ash, (what, variant, S, H, D, dt, W, bs, bd), W, what)
+        ra.reverse_a2a_direct_kernel[(grid,)](a, out, ctl, me, W, S, H, D, *a.stride(), *out.stride(), BLOCK_S=bs,
+                                              BLOCK_D=bd, num_warps=4)
         return out
     bs0, bd0 = a2a_tiles(D, a.element_size())
     bs, bd = block_s or bs0, block_d or bd0
@@ -287,8 +304,9 @@ def dispatch_all_to_all(x, out=None, variant="staged"):
         _check_symmetric_out(what, ash, out)
         bs, bd = direct_tiles(D, x.element_size())
         grid = W * H * cdiv(S, bs) * cdiv(D, bd)
-        _direct_protocol(ash, lambda: col.dispatch_a2a_direct_kernel[(grid,)](
-            x, out, me, W, S, H, D, *x.stride(), *out.stride(), BLOCK_S=bs, BLOCK_D=bd, num_warps=4))
+        ctl = _epoch_area(torch, ash, (what, variant, S, H, D, dt, W, bs, bd), W, what)
+        col.dispatch_a2a_direct_kernel[(grid,)](x, out, ctl, me, W, S, H, D, *x.stride(), *out.stride(), BLOCK_S=bs,
+                                                BLOCK_D=bd, num_warps=4)
         return out
     bs, bd = a2a_tiles(D, x.element_size())
     recv, sig = _buffers((what, S, H, D, dt, W), lambda: (
@@ -327,16 +345,9 @@ def all_reduce(x, variant="two_shot", out=None):
     nsm = sm_budget()
     if variant == "one_shot_ll":
         grid = max(1, min(allreduce_grid(nsm), cdiv(N, LL_BLOCK)))
-
-        def make():
-            buf = ash.aclshmem_create_tensor([2 * W * N], x.dtype)
-            flags = ash.aclshmem_create_tensor([col.ll_flag_slots(W, grid) * SIG_ELEMS], torch.int64)
-            flags.zero_()  # once: epochs and flags only grow afterwards
-            torch.cuda.synchronize()
-            ash.barrier_all()  # no peer's first flag may land before this PE's clear
-            return buf, flags
-
-        buf, flags = _buffers((what, variant, N, dt, W, grid), make)
+        buf, flags = _epoch_buffers(torch, ash, (what, variant, N, dt, W, grid), what, lambda: (
+            ash.aclshmem_create_tensor([2 * W * N], x.dtype),
+            ash.aclshmem_create_tensor([col.ll_flag_slots(W, grid) * SIG_ELEMS], torch.int64)))
         eps = flags[2 * grid * W * SIG_ELEMS:]
         col.allreduce_ll_kernel[(grid,)](xf, buf, out, flags, eps, me, W, N, BLOCK=LL_BLOCK, num_warps=4)
         return out.view(x.shape)

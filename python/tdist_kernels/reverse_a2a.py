@@ -36,10 +36,12 @@ Variants:
     One pass, no staging (the NVIDIA fast path): the output is itself a symmetric tensor, and every
     program moves one ``(BLOCK_S, BLOCK_D)`` tile of ``A`` straight into the target's output with
     vectorised remote stores (``dl.symm_at`` on the base pointer). A non-persistent grid of one
-    program per tile, peers interleaved, no signal inside the kernel: the protocol's two barriers
-    order it against the previous and the next use of the output. Bytes move once, as in a copy.
+    program per tile, peers interleaved. No host barrier and no reset: the epoch protocol of
+    ``_common`` (per-peer "entered epoch e" flags before the stores, "done with e" flags after
+    them, one control area that only grows) orders the launch against the previous and the next
+    use of every output. Bytes move once, as in a copy.
 
-Host protocol for every variant (seed 002 "Reset signal before kernel launch"), enqueued on the
+Host protocol for the other variants (seed 002 "Reset signal before kernel launch"), enqueued on the
 stream so the host never blocks: ``signal.zero_()``; barrier (nobody's clear may erase a peer's
 signal of this round); launch; barrier (the next round's clear must not erase this round's tail
 signals). ``launch_*`` below do exactly that; ``ops.reverse_all_to_all`` owns the buffers.
@@ -50,7 +52,8 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, direct_tile, grid_barrier
+from ._common import (SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, direct_tile, epoch_begin, epoch_end,
+                      epoch_wait_ready, grid_barrier)
 
 VARIANTS = ("mte", "bulk", "wait_notify", "direct")
 
@@ -334,18 +337,23 @@ def wait_notify_signal_slots(world, S, H, D, block_s, block_d, buffer_num):
 
 @triton.jit(do_not_specialize=['rank', 'world'])
 def reverse_a2a_direct_kernel(
-    a_ptr, out_ptr,
+    a_ptr, out_ptr, ctl_ptr,
     rank, world, S, H, D,
     stride_as, stride_ah, stride_ad,
     stride_os, stride_oh, stride_od,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
+    """One tile per program, stored straight into the target's symmetric output; the epoch protocol
+    of ``_common`` (control area ``ctl_ptr``) replaces barriers around the launch."""
+    e = epoch_begin(ctl_ptr, rank, world)
     target, h, offs_s, offs_d, mask = direct_tile(rank, world, S, H, D, BLOCK_S, BLOCK_D)
     a_rows = (target * S + offs_s).to(tl.int64)
     x = tl.load(a_ptr + a_rows[:, None] * stride_as + h * stride_ah + offs_d[None, :] * stride_ad, mask=mask)
-    dst = dl.symm_at(out_ptr, target)
+    tok = epoch_wait_ready(ctl_ptr, target, rank, e)
+    dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
     tl.store(dst + offs_s.to(tl.int64)[:, None] * stride_os + (rank * H + h) * stride_oh + offs_d[None, :] * stride_od,
              x, mask=mask)
+    epoch_end(ctl_ptr, rank, world, e)
 
 
 def direct_grid(world, S, H, D, block_s, block_d):
@@ -369,7 +377,7 @@ def compile_cases(dtype="fp16"):
     wn = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
            "n_send": i, "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i},
           {"stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
-    direct = ({"a_ptr": p, "out_ptr": p, "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_as": i,
+    direct = ({"a_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_as": i,
                "stride_ah": i, "stride_os": i, "stride_oh": i},
               {"stride_ad": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256})
     return [("reverse_a2a_direct", reverse_a2a_direct_kernel, *direct),

@@ -37,6 +37,12 @@
  * fault flag at TDIST_SYNC_FAULT_OFF in the heap, and returns; later waits of any thread notice the
  * fault and return at once. tdist_cuda_check_fault() reports it on the host. With debug set
  * (TDIST_DEBUG=1) the faulting thread prints the diagnostic and traps instead.
+ *
+ * TDIST_NV_NO_DEVICE_PRINTF (define before including): no printf on the device. Any call in a
+ * kernel, even one never taken, makes ptxas put MEMBAR.ALL.CTA before every system-scope release,
+ * which costs about 3.5% of a signal round trip (benchmarks/NOTES.md). Without the printf a debug
+ * trap and the "state not bound" trap say nothing on the device; the fault record is still written
+ * and, without debug, still reported by tdist_cuda_check_fault().
  */
 #ifndef TDIST_NVIDIA_DEVICE_CUH
 #define TDIST_NVIDIA_DEVICE_CUH
@@ -95,10 +101,15 @@ TDISTI_NV_CONST_VAR tdist_device_fast_t tdisti_fast = {0, 0, 0, 0, 0, {0}};
 }
 #endif
 
+#if defined(TDIST_NV_NO_DEVICE_PRINTF)
+#define TDISTI_NV_PRINTF(...) ((void)0)
+#else
 #ifdef __NVCC__
 #include <stdio.h>
 #else
 extern "C" TDISTI_NV_DEV int printf(const char *, ...); /* clang lowers it to vprintf */
+#endif
+#define TDISTI_NV_PRINTF(...) printf(__VA_ARGS__)
 #endif
 
 /* ======================================================================================
@@ -273,7 +284,7 @@ TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int
   tdist_device_state_t *st = tdisti_nv_state();
   if (st == 0) {
     /* No state: the module was never bound. Nothing to record into; always trap. */
-    printf("tdist: device state not bound in this module (call tdist_cuda_bind_state or "
+    TDISTI_NV_PRINTF("tdist: device state not bound in this module (call tdist_cuda_bind_state or "
            "tdist_cuda_register_module after tdist_init)\n");
     tdisti_nv_trap();
     return;
@@ -289,7 +300,7 @@ TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int
       tdisti_nv_st_release_u64((char *)st->heap_base + TDIST_SYNC_FAULT_OFF, 1);
   }
   if (st->debug) {
-    printf("tdist[pe %d]: device fault %d: PE %d heap offset %llu cmp %d expected %llu seen %llu "
+    TDISTI_NV_PRINTF("tdist[pe %d]: device fault %d: PE %d heap offset %llu cmp %d expected %llu seen %llu "
            "(block %u thread %u)\n",
            st->my_pe, code, pe, (unsigned long long)offset, cmp, (unsigned long long)expected,
            (unsigned long long)seen, tdisti_nv_ctaid_x(), tdisti_nv_block_tid());
