@@ -8,9 +8,10 @@ only; ``ops`` needs torch and an initialised tdist (CUDA backend) when called.
 from ._common import KernelArgError  # noqa: F401
 
 
-# Kernels outside the half-resident grid rule of ops.*_grid: one program per tile, no program
-# waiting for another of its launch (the direct all-to-alls, GEMM+RS's GEMM), or a grid with its
-# own rule (AG+GEMM: ops.ag_gemm_grid, one program per SM of the share but a few).
+# Kernels outside the half-resident grid rule of ops.*_grid: no program waiting for another of its
+# launch (the direct all-to-alls: reverse_a2a.direct_grid, a few programs per SM looping over
+# tiles; GEMM+RS's GEMM: one program per tile), or a grid with its own rule (AG+GEMM:
+# ops.ag_gemm_grid, one program per SM of the share but a few).
 OWN_GRID_RULE = ("reverse_a2a_direct", "dispatch_a2a_direct", "ag_gemm", "gemm_rs")
 
 

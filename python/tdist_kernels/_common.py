@@ -70,11 +70,10 @@ def resident_grid(sms, num_warps, smem_bytes=0, fill=RESIDENT_FILL):
 
 
 @triton.jit
-def direct_tile(rank, world, S, H, D, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    """The tile of program ``program_id(0)`` in the one-pass all-to-alls' grid of
-    ``world * H * cdiv(S, BLOCK_S) * cdiv(D, BLOCK_D)`` programs: peers vary fastest, so consecutive
-    programs write to different peers. Returns (target PE, h, row offsets, column offsets, mask)."""
-    pid = tl.program_id(0)
+def direct_tile(pid, rank, world, S, H, D, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Tile ``pid`` of the one-pass all-to-alls' ``direct_tiles`` = ``world * H * cdiv(S, BLOCK_S) *
+    cdiv(D, BLOCK_D)`` tiles: peers vary fastest, so consecutive tiles go to different peers.
+    Returns (target PE, h, row offsets, column offsets, mask)."""
     nbd = tl.cdiv(D, BLOCK_D)
     j = pid % world
     rest = pid // world
@@ -179,6 +178,10 @@ def bar_slots(world):
 
 def epoch_slots(world):
     return 2 + 2 * world
+
+
+def direct_tile_count(world, S, H, D, block_s, block_d):
+    return world * H * cdiv(S, block_s) * cdiv(D, block_d)
 
 
 @triton.jit

@@ -242,8 +242,8 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
         _check_symmetric_out(what, ash, out)
         bs0, bd0 = direct_tiles(D, a.element_size())
         bs, bd = block_s or bs0, block_d or bd0
-        grid = ra.direct_grid(W, S, H, D, bs, bd)
-        ctl = _epoch_area(torch, ash, (what, variant, S, H, D, dt, W, bs, bd), W, what)
+        grid = ra.direct_grid(W, S, H, D, bs, bd, sm_budget())
+        ctl = _epoch_area(torch, ash, (what, variant, S, H, D, dt, W, bs, bd, grid), W, what)
         ra.reverse_a2a_direct_kernel[(grid,)](a, out, ctl, me, W, S, H, D, *a.stride(), *out.stride(), BLOCK_S=bs,
                                               BLOCK_D=bd, num_warps=4)
         return out
@@ -303,8 +303,8 @@ def dispatch_all_to_all(x, out=None, variant="staged"):
     if variant == "direct":
         _check_symmetric_out(what, ash, out)
         bs, bd = direct_tiles(D, x.element_size())
-        grid = W * H * cdiv(S, bs) * cdiv(D, bd)
-        ctl = _epoch_area(torch, ash, (what, variant, S, H, D, dt, W, bs, bd), W, what)
+        grid = ra.direct_grid(W, S, H, D, bs, bd, sm_budget())
+        ctl = _epoch_area(torch, ash, (what, variant, S, H, D, dt, W, bs, bd, grid), W, what)
         col.dispatch_a2a_direct_kernel[(grid,)](x, out, ctl, me, W, S, H, D, *x.stride(), *out.stride(), BLOCK_S=bs,
                                                 BLOCK_D=bd, num_warps=4)
         return out

@@ -52,8 +52,8 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import (SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, direct_tile, epoch_begin, epoch_end,
-                      epoch_wait_ready, grid_barrier)
+from ._common import (SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, direct_tile, direct_tile_count,
+                      epoch_begin, epoch_end, epoch_wait_ready, grid_barrier)
 
 VARIANTS = ("mte", "bulk", "wait_notify", "direct")
 
@@ -343,21 +343,31 @@ def reverse_a2a_direct_kernel(
     stride_os, stride_oh, stride_od,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    """One tile per program, stored straight into the target's symmetric output; the epoch protocol
-    of ``_common`` (control area ``ctl_ptr``) replaces barriers around the launch."""
+    """Tiles ``pid, pid + grid, ...`` stored straight into their targets' symmetric outputs; the epoch
+    protocol of ``_common`` (control area ``ctl_ptr``) replaces barriers around the launch. A grid of a
+    few programs per SM, each looping over tiles, pays the protocol's fence and counter once per
+    program instead of once per 16 KB tile (one program per tile put 16k atomics on one counter at
+    256 MiB)."""
     e = epoch_begin(ctl_ptr, rank, world)
-    target, h, offs_s, offs_d, mask = direct_tile(rank, world, S, H, D, BLOCK_S, BLOCK_D)
-    a_rows = (target * S + offs_s).to(tl.int64)
-    x = tl.load(a_ptr + a_rows[:, None] * stride_as + h * stride_ah + offs_d[None, :] * stride_ad, mask=mask)
-    tok = epoch_wait_ready(ctl_ptr, target, rank, e)
-    dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
-    tl.store(dst + offs_s.to(tl.int64)[:, None] * stride_os + (rank * H + h) * stride_oh + offs_d[None, :] * stride_od,
-             x, mask=mask)
+    ntiles = world * H * tl.cdiv(S, BLOCK_S) * tl.cdiv(D, BLOCK_D)
+    for t in range(tl.program_id(0), ntiles, tl.num_programs(0)):
+        target, h, offs_s, offs_d, mask = direct_tile(t, rank, world, S, H, D, BLOCK_S, BLOCK_D)
+        a_rows = (target * S + offs_s).to(tl.int64)
+        x = tl.load(a_ptr + a_rows[:, None] * stride_as + h * stride_ah + offs_d[None, :] * stride_ad, mask=mask)
+        tok = epoch_wait_ready(ctl_ptr, target, rank, e)
+        dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
+        tl.store(dst + offs_s.to(tl.int64)[:, None] * stride_os + (rank * H + h) * stride_oh
+                 + offs_d[None, :] * stride_od, x, mask=mask)
     epoch_end(ctl_ptr, rank, world, e)
 
 
-def direct_grid(world, S, H, D, block_s, block_d):
-    return world * H * cdiv(S, block_s) * cdiv(D, block_d)
+def direct_grid(world, S, H, D, block_s, block_d, nsm):
+    """Programs of the direct all-to-alls: DIRECT_PROGRAMS_PER_SM per SM of the share, at most one per
+    tile. Nothing waits on a program of its own launch, so residency is not required."""
+    return max(1, min(direct_tile_count(world, S, H, D, block_s, block_d), DIRECT_PROGRAMS_PER_SM * nsm))
+
+
+DIRECT_PROGRAMS_PER_SM = 8
 
 
 # ---------------------------------------------------------------------------------------------
