@@ -33,7 +33,8 @@ Protocols, per form:
 Grids of kernels whose programs wait for each other are sized from the SMs this rank may use
 (``sm_budget``: the count this process sees, which under MPS is already its share) and capped at
 half of the programs that share can hold at once (``_common.resident_grid``), because all of them
-must be resident together; the one-pass kernels use one program per tile, and AG+GEMM's
+must be resident together; the one-pass all-to-alls use a few programs per SM looping over
+tiles (``reverse_a2a.direct_grid``; none waits on another of its launch), and AG+GEMM's
 persistent Triton grid leaves a few SMs free (``ag_gemm_grid``).
 """
 import os

@@ -33,10 +33,10 @@ Variants:
     handshake on region B slots ``(buffer, task)`` with credit return.
 
 ``direct``
-    One pass, no staging (the NVIDIA fast path): the output is itself a symmetric tensor, and every
-    program moves one ``(BLOCK_S, BLOCK_D)`` tile of ``A`` straight into the target's output with
-    vectorised remote stores (``dl.symm_at`` on the base pointer). A non-persistent grid of one
-    program per tile, peers interleaved. No host barrier and no reset: the epoch protocol of
+    One pass, no staging (the NVIDIA fast path): the output is itself a symmetric tensor, and
+    ``(BLOCK_S, BLOCK_D)`` tiles of ``A`` move straight into the target's output with vectorised
+    remote stores (``dl.symm_at`` on the base pointer). A few programs per SM loop over the tiles,
+    peers interleaved. No host barrier and no reset: the epoch protocol of
     ``_common`` (per-peer "entered epoch e" flags before the stores, "done with e" flags after
     them, one control area that only grows) orders the launch against the previous and the next
     use of every output. Bytes move once, as in a copy.
