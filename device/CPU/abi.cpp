@@ -137,9 +137,14 @@ void locate(const void *addr, int *pe, uint64_t *off) {
   }
 }
 
-// Generic bounded wait: spin (cheapest while every PE has a core), then sleep on the futex of
-// the PE whose memory holds `addr` (or on `sleepers`/`word` when given, for process-local
-// waits). Returns true when `ready()` held, false on timeout or an earlier fault (sticky).
+// Generic bounded wait: spin (cheapest while every PE has a core), then poll with sched_yield for
+// kYieldWindowNs (with more PEs than cores the PE being waited for is often runnable but not
+// running: yielding hands it the core at once, where a futex sleep would add a wake-up of tens of
+// microseconds), then sleep on the futex of the PE whose memory holds `addr` (or on
+// `sleepers`/`word` when given, for process-local waits). Returns true when `ready()` held, false
+// on timeout or an earlier fault (sticky).
+constexpr uint64_t kYieldWindowNs = 200000;
+
 template <class Ready>
 bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp,
                   uint64_t (*seen)(const void *), uint32_t *sleepers = nullptr,
@@ -174,6 +179,10 @@ bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp,
       return false;
     }
     if (t < spin_until) continue;
+    if (t < spin_until + kYieldWindowNs) {
+      sched_yield();
+      continue;
+    }
     uint64_t left = std::min<uint64_t>(deadline - t, 1000000);
     timespec ts{0, long(left)};
     if (sleepers) {
