@@ -28,7 +28,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 
-from ._common import (SIG, WAIT_NS, bar_slots, cdiv, direct_tile, epoch_begin, epoch_end, epoch_wait_ready, fence_sys,
+from ._common import (SIG, WAIT_NS, cdiv, direct_tile, epoch_begin, epoch_end, epoch_wait_ready, fence_sys,
                       grid_barrier)
 
 ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
