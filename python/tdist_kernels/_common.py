@@ -218,6 +218,37 @@ def epoch_end(ctl_ptr, rank, world, e):
 
 
 @triton.jit
+def direct_a2a_pass(src_ptr, out_ptr, ctl_ptr, rank, world, S, H, D,
+                    stride_ss, stride_sh, stride_sd, stride_os, stride_oh, stride_od,
+                    REVERSE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    """The one-pass all-to-alls' body: program ``pid`` moves tiles ``pid, pid + grid, ...`` straight
+    into their targets' symmetric outputs under the epoch protocol above. ``REVERSE``: the reverse
+    all-to-all (rows ``target * S + s`` of the source go to rows ``s``, column ``rank * H + h``);
+    else the dispatch (column ``target * H + h`` of the source goes to rows ``rank * S + s``)."""
+    e = epoch_begin(ctl_ptr, rank, world)
+    ntiles = world * H * tl.cdiv(S, BLOCK_S) * tl.cdiv(D, BLOCK_D)
+    for t in range(tl.program_id(0), ntiles, tl.num_programs(0)):
+        target, h, offs_s, offs_d, mask = direct_tile(t, rank, world, S, H, D, BLOCK_S, BLOCK_D)
+        if REVERSE:
+            src_rows = (target * S + offs_s).to(tl.int64)
+            src_col = h
+            dst_rows = offs_s.to(tl.int64)
+            dst_col = rank * H + h
+        else:
+            src_rows = offs_s.to(tl.int64)
+            src_col = target * H + h
+            dst_rows = (rank * S + offs_s).to(tl.int64)
+            dst_col = h
+        x = tl.load(src_ptr + src_rows[:, None] * stride_ss + src_col * stride_sh + offs_d[None, :] * stride_sd,
+                    mask=mask)
+        tok = epoch_wait_ready(ctl_ptr, target, rank, e)
+        dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
+        tl.store(dst + dst_rows[:, None] * stride_os + dst_col * stride_oh + offs_d[None, :] * stride_od, x,
+                 mask=mask)
+    epoch_end(ctl_ptr, rank, world, e)
+
+
+@triton.jit
 def fence_sys():
     tl.inline_asm_elementwise("fence.acq_rel.sys; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 

@@ -28,8 +28,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 
-from ._common import (SIG, WAIT_NS, cdiv, direct_tile, epoch_begin, epoch_end, epoch_wait_ready, fence_sys,
-                      grid_barrier)
+from ._common import SIG, WAIT_NS, cdiv, direct_a2a_pass, fence_sys, grid_barrier
 
 ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
 
@@ -87,17 +86,8 @@ def dispatch_a2a_direct_kernel(
     """One pass into the peers' symmetric outputs, tiles as in ``reverse_a2a_direct_kernel`` (each
     program loops over tiles, peers interleaved); the epoch protocol of ``_common`` (control area
     ``ctl_ptr``) replaces barriers around the launch."""
-    e = epoch_begin(ctl_ptr, rank, world)
-    ntiles = world * H * tl.cdiv(S, BLOCK_S) * tl.cdiv(D, BLOCK_D)
-    for t in range(tl.program_id(0), ntiles, tl.num_programs(0)):
-        target, h, offs_s, offs_d, mask = direct_tile(t, rank, world, S, H, D, BLOCK_S, BLOCK_D)
-        x = tl.load(x_ptr + offs_s.to(tl.int64)[:, None] * stride_xs + (target * H + h) * stride_xh
-                    + offs_d[None, :] * stride_xd, mask=mask)
-        tok = epoch_wait_ready(ctl_ptr, target, rank, e)
-        dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
-        tl.store(dst + (rank * S + offs_s).to(tl.int64)[:, None] * stride_os + h * stride_oh
-                 + offs_d[None, :] * stride_od, x, mask=mask)
-    epoch_end(ctl_ptr, rank, world, e)
+    direct_a2a_pass(x_ptr, out_ptr, ctl_ptr, rank, world, S, H, D, stride_xs, stride_xh, stride_xd,
+                    stride_os, stride_oh, stride_od, False, BLOCK_S, BLOCK_D)
 
 
 @triton.jit

@@ -52,8 +52,8 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import (SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, direct_tile, direct_tile_count,
-                      epoch_begin, epoch_end, epoch_wait_ready, grid_barrier)
+from ._common import (SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, direct_a2a_pass, direct_tile_count,
+                      grid_barrier)
 
 VARIANTS = ("mte", "bulk", "wait_notify", "direct")
 
@@ -348,17 +348,8 @@ def reverse_a2a_direct_kernel(
     few programs per SM, each looping over tiles, pays the protocol's fence and counter once per
     program instead of once per 16 KB tile (one program per tile put 16k atomics on one counter at
     256 MiB)."""
-    e = epoch_begin(ctl_ptr, rank, world)
-    ntiles = world * H * tl.cdiv(S, BLOCK_S) * tl.cdiv(D, BLOCK_D)
-    for t in range(tl.program_id(0), ntiles, tl.num_programs(0)):
-        target, h, offs_s, offs_d, mask = direct_tile(t, rank, world, S, H, D, BLOCK_S, BLOCK_D)
-        a_rows = (target * S + offs_s).to(tl.int64)
-        x = tl.load(a_ptr + a_rows[:, None] * stride_as + h * stride_ah + offs_d[None, :] * stride_ad, mask=mask)
-        tok = epoch_wait_ready(ctl_ptr, target, rank, e)
-        dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
-        tl.store(dst + offs_s.to(tl.int64)[:, None] * stride_os + (rank * H + h) * stride_oh
-                 + offs_d[None, :] * stride_od, x, mask=mask)
-    epoch_end(ctl_ptr, rank, world, e)
+    direct_a2a_pass(a_ptr, out_ptr, ctl_ptr, rank, world, S, H, D, stride_as, stride_ah, stride_ad,
+                    stride_os, stride_oh, stride_od, True, BLOCK_S, BLOCK_D)
 
 
 def direct_grid(world, S, H, D, block_s, block_d, nsm):
