@@ -203,7 +203,21 @@ def bench_a2a(me, W, res, reps, sizes_mb):
         res["a2a"].append(row)
 
 
-IMPLS = ["cublas", "triton"]
+IMPLS = ["cublas", "cublas_ce", "triton"]
+GEMM_STREAMS = [1, 2]
+
+
+def forms(op_impls):
+    """(label, kwargs) of the overlap forms to time: the --impls this op has, the cuBLAS ones at every
+    --gemm-streams count ("cublas/2s": two GEMM streams)."""
+    out = []
+    for impl in IMPLS:
+        if impl not in op_impls:
+            continue
+        for ns in ((1,) if impl == "triton" else GEMM_STREAMS):
+            kw = {"impl": impl} if impl == "triton" else {"impl": impl, "gemm_streams": ns}
+            out.append((impl if ns == 1 else f"{impl}/{ns}s", kw))
+    return out
 
 
 def _vs_nccl_seq(row, seq_key, comm_key, t_fused, t_mm, t_seq, t_comm):
@@ -231,14 +245,15 @@ def bench_gemm(me, W, res, reps, shapes):
         t_part = worst(timed(lambda: torch.matmul(a, b), reps, what=f"matmul {M}x{K}x{N}"))
         row = {"M_total": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm,
                "matmul_one_rank_rows_s": t_part}
-        for impl in IMPLS:
-            t = worst(timed(lambda: ops.ag_gemm(a, b, impl=impl), reps, what=f"ag_gemm {impl} {Mt}x{K}x{N}"))
+        ag_forms = forms(ops.AG_GEMM_IMPLS)
+        for label, kw in ag_forms:
+            t = worst(timed(lambda: ops.ag_gemm(a, b, **kw), reps, what=f"ag_gemm {label} {Mt}x{K}x{N}"))
             o = torch.empty(W * M, N, device="cuda", dtype=dt)
             ref = torch.cat([rgen(r, tag, (M, K), dt) for r in range(W)]).float() @ b.float()
-            verify(f"ag_gemm {impl} {Mt}x{K}x{N}", lambda: ops.ag_gemm(a, b, out=o, impl=impl), o, ref, tol=2e-2)
+            verify(f"ag_gemm {label} {Mt}x{K}x{N}", lambda: ops.ag_gemm(a, b, out=o, **kw), o, ref, tol=2e-2)
             del ref
-            row[impl] = {"s": t, "ratio_vs_matmul": t / t_mm, "TFLOPs_per_rank": flops / t / 1e12}
-        t_ag = min(row[i]["s"] for i in IMPLS)
+            row[label] = {"s": t, "ratio_vs_matmul": t / t_mm, "TFLOPs_per_rank": flops / t / 1e12}
+        t_ag = min(row[lb]["s"] for lb, _ in ag_forms)
         row["fused_s"], row["ratio_vs_matmul"] = t_ag, t_ag / t_mm
         if dist is not None:
             g = torch.empty(W * M, K, device="cuda", dtype=dt)
@@ -249,14 +264,15 @@ def bench_gemm(me, W, res, reps, shapes):
         a2 = rgen(me, tag + "rs", (W * M, K), dt)
         t_mm2 = worst(timed(lambda: torch.matmul(a2, b), reps))
         row = {"M": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm2}
-        for impl in IMPLS:
-            t = worst(timed(lambda: ops.gemm_rs(a2, b, impl=impl), reps, what=f"gemm_rs {impl} {Mt}x{K}x{N}"))
+        rs_forms = forms(ops.GEMM_RS_IMPLS)
+        for label, kw in rs_forms:
+            t = worst(timed(lambda: ops.gemm_rs(a2, b, **kw), reps, what=f"gemm_rs {label} {Mt}x{K}x{N}"))
             o = torch.empty(M, N, device="cuda", dtype=dt)
             ref = sum(rgen(r, tag + "rs", (W * M, K), dt)[me * M:(me + 1) * M].float() @ b.float() for r in range(W))
-            verify(f"gemm_rs {impl} {Mt}x{K}x{N}", lambda: ops.gemm_rs(a2, b, out=o, impl=impl), o, ref, tol=2e-2)
+            verify(f"gemm_rs {label} {Mt}x{K}x{N}", lambda: ops.gemm_rs(a2, b, out=o, **kw), o, ref, tol=2e-2)
             del ref
-            row[impl] = {"s": t, "ratio_vs_matmul": t / t_mm2}
-        t_rs = min(row[i]["s"] for i in IMPLS)
+            row[label] = {"s": t, "ratio_vs_matmul": t / t_mm2}
+        t_rs = min(row[lb]["s"] for lb, _ in rs_forms)
         row["fused_s"], row["ratio_vs_matmul"] = t_rs, t_rs / t_mm2
         if dist is not None:
             r = torch.empty(M, N, device="cuda", dtype=dt)
@@ -304,7 +320,9 @@ def main():
     ap.add_argument("--heap-gib", type=int, default=4, help="symmetric heap per rank (the 256 MiB all-to-all needs ~1.3 GiB)")
     ap.add_argument("--graph", action="store_true",
                     help="time CUDA-graph replays of every op and baseline (no host launch overhead)")
-    ap.add_argument("--impls", default="cublas,triton", help="AG+GEMM / GEMM+RS implementations to time")
+    ap.add_argument("--impls", default="cublas,cublas_ce,triton",
+                    help="AG+GEMM / GEMM+RS implementations to time (each op times those it has)")
+    ap.add_argument("--gemm-streams", default="1,2", help="GEMM stream counts for the cuBLAS forms")
     ap.add_argument("--inner", type=int, default=1,
                     help="calls per timed sample, back to back (steady state; see timed())")
     args = ap.parse_args()
@@ -313,6 +331,7 @@ def main():
     GRAPH["on"] = args.graph
     INNER[0] = args.inner
     IMPLS[:] = args.impls.split(",")
+    GEMM_STREAMS[:] = [int(x) for x in args.gemm_streams.split(",")]
     me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
     ash.init_from_env(local_mem_size=args.heap_gib << 30, backend=tdist.BACKEND_CUDA)
@@ -358,8 +377,8 @@ def main():
                 extra = f", {row['speedup_vs_nccl_seq']:.2f}x faster than NCCL+cuBLAS sequential " \
                     f"(a perfect overlap of those two pieces: {row['ideal_overlap_speedup']:.2f}x)" \
                     if "speedup_vs_nccl_seq" in row else ""
-                impls = ", ".join(f"{i} {row[i]['s'] * 1e3:.3f} ms ({row[i]['ratio_vs_matmul']:.2f}x)"
-                                  for i in IMPLS if i in row)
+                impls = ", ".join(f"{lb} {row[lb]['s'] * 1e3:.3f} ms ({row[lb]['ratio_vs_matmul']:.2f}x)"
+                                  for lb, _ in forms(ops.AG_GEMM_IMPLS + ops.GEMM_RS_IMPLS) if lb in row)
                 print(f"SUMMARY W={W} {mode} {k} {row.get('M_total', row.get('M'))}x{row['K']}x{row['N']}: "
                       f"matmul alone {row['matmul_alone_s'] * 1e3:.3f} ms; {impls}{extra}")
         print(f"SUMMARY W={W} {mode} result checks on rank 0: {CHECKS['passed']} passed, "

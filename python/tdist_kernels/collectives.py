@@ -125,50 +125,131 @@ def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
     grid_barrier(bar_ptr, 2, rank, world)
 
 
+# LL (low-latency) packets: every 4 bytes of payload travel in one 8-byte word with the epoch in the
+# high half, written by one 8-byte store and read by one 8-byte load (aligned 8-byte accesses are
+# single-copy atomic; a vector load of two 4-byte halves would not be), so a reader that sees the
+# epoch it expects has the payload of that store too: no fence, no flag, no barrier between the writer's store and the reader's use.
+# The wait below is per thread and per word: a thread spins only on its own words, with one
+# deadline for the whole launch; on expiry it stops waiting and reports it (the kernel then prints
+# what it waited for and traps).
+
+_LL_WAIT_ASM: tl.constexpr = tl.constexpr("""{
+        .reg .pred %ll_p;
+        .reg .u32 %ll_lo, %ll_hi;
+        .reg .u64 %ll_now, %ll_w;
+        mov.u32 $0, 0;
+        mov.u32 $1, 0;
+        setp.ne.u32 %ll_p, $4, 0;
+        @%ll_p bra ll_done;
+    ll_spin:
+        ld.volatile.global.u64 %ll_w, [$2];
+        mov.b64 {%ll_lo, %ll_hi}, %ll_w;
+        setp.eq.u32 %ll_p, %ll_hi, $3;
+        @%ll_p bra ll_got;
+        mov.u64 %ll_now, %globaltimer;
+        setp.lt.u64 %ll_p, %ll_now, $5;
+        @%ll_p bra ll_spin;
+        mov.u32 $1, 1;
+        bra ll_done;
+    ll_got:
+        mov.u32 $0, %ll_lo;
+    ll_done:
+    }""")
+
+
+@triton.jit
+def ll_wait_word(ptrs, epoch32, skip, deadline):
+    """Payload of the LL words at ``ptrs`` (int64 pointers) once their high half equals ``epoch32``;
+    lanes with ``skip`` set return 0 without waiting. Returns (payload int32, expired int32)."""
+    return tl.inline_asm_elementwise(
+        _LL_WAIT_ASM, "=r,=r,l,r,r,l",
+        [ptrs.to(tl.int64, bitcast=True), epoch32, skip.to(tl.int32), deadline],
+        dtype=(tl.int32, tl.int32), is_pure=False, pack=1)
+
+
+@triton.jit
+def globaltimer():
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _ll_unpack(w, KIND: tl.constexpr):
+    """(low element, high element) of an int32 payload word as fp32; KIND 0: one fp32 (high is 0),
+    1: two fp16, 2: two bf16."""
+    if KIND == 0:
+        return w.to(tl.float32, bitcast=True), tl.zeros(w.shape, tl.float32)
+    else:
+        ty = tl.float16 if KIND == 1 else tl.bfloat16
+        lo = (w & 0xFFFF).to(tl.int16).to(ty, bitcast=True).to(tl.float32)
+        hi = ((w >> 16) & 0xFFFF).to(tl.int16).to(ty, bitcast=True).to(tl.float32)
+        return lo, hi
+
+
+@triton.jit
+def _ll_pack(lo, hi, KIND: tl.constexpr):
+    if KIND == 0:
+        return lo.to(tl.int32, bitcast=True)
+    else:
+        ty = tl.float16 if KIND == 1 else tl.bfloat16
+        lb = lo.to(ty).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+        hb = hi.to(ty).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+        return lb | (hb << 16)
+
+
 @triton.jit(do_not_specialize=['rank', 'world'])
-def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, flag_ptr, epoch_ptr, rank, world, N, BLOCK: tl.constexpr):
-    """Low-latency one-shot all-reduce: one launch, no barrier, no signal reset.
+def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, NW, KIND: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    """Low-latency one-shot all-reduce over ``NW`` int32 payload words (x and out viewed as int32):
+    one launch, no barrier, no fence, no signal reset.
 
     Program ``pid`` runs epoch ``e`` (its own counter, kept on the device so CUDA-graph replays
-    advance it): it pushes its chunks of ``x`` into buffer ``e % 2`` of every PE at slot ``rank``,
-    sets flag ``(e % 2, pid, rank)`` to ``e`` at every PE, waits until flags ``(e % 2, pid, 0..W-1)``
-    all equal ``e`` here, and sums the W slots in rank order (fp32; bitwise equal on every PE).
-    Reuse is safe without a barrier: this program writes buffer ``e % 2`` again at epoch ``e + 2``
-    only after it saw every peer's epoch ``e + 1`` flag, which a peer sets after its epoch ``e``
-    launch (the last reader of that buffer) completed. Flags only grow, so none is ever reset.
-    Every program of a launch must be resident (its peers' programs wait for its flags): the host
-    keeps the grid small."""
+    advance it). It writes its words of ``x`` as LL packets ``(e << 32) | word`` into buffer ``e % 2``
+    of every peer at slot ``rank``, then sums the W contributions in rank order (fp32), taking its
+    own from ``x`` and waiting per word for each peer's packet of epoch ``e`` (bitwise equal on
+    every PE). Reuse is safe without a barrier: this program writes buffer ``e % 2`` of peer t again
+    at epoch ``e + 2`` only after it read t's epoch ``e + 1`` packets, which t writes after its
+    epoch ``e`` launch (the last reader of that buffer there) completed. Programs wait only for the
+    same program of other PEs, which writes before it waits: no residency requirement."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
-    NN = N.to(tl.int64)
+    NN = NW.to(tl.int64)
     e = tl.load(epoch_ptr + pid * SIG) + 1
     par = e % 2
-    for off in range(pid * BLOCK, N, nprog * BLOCK):
+    tag = (e & 0xFFFFFFFF) << 32
+    e32 = (e & 0xFFFFFFFF).to(tl.int32)
+    for off in range(pid * BLOCK, NW, nprog * BLOCK):
         idx = off + tl.arange(0, BLOCK)
-        m = idx < N
-        v = tl.load(x_ptr + idx, mask=m)
-        for j in range(0, world):
+        m = idx < NW
+        pkt = (tl.load(x_ptr + idx, mask=m).to(tl.int64) & 0xFFFFFFFF) | tag
+        for j in range(1, world):
             t = (rank + j) % world
-            tl.store(dl.symm_at(buf_ptr, t) + (par * world + rank) * NN + idx, v, mask=m)
-    fence_sys()
-    for j in range(0, world):
-        dl.notify(flag_ptr + ((par * nprog + pid) * world + rank) * SIG, (rank + j) % world, e)
-    tok = dl.wait(flag_ptr + (par * nprog + pid) * world * SIG, world, "gpu", "acquire", waitValue=e,
-                  timeout_ns=WAIT_NS)
-    b = dl.consume_token(buf_ptr, tok)
-    for off in range(pid * BLOCK, N, nprog * BLOCK):
+            tl.store(dl.symm_at(buf_ptr, t) + (par * world + rank) * NN + idx, pkt, mask=m)
+    deadline = globaltimer() + WAIT_NS
+    expired = tl.zeros([BLOCK], tl.int32)
+    for off in range(pid * BLOCK, NW, nprog * BLOCK):
         idx = off + tl.arange(0, BLOCK)
-        m = idx < N
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        m = idx < NW
+        acc_lo = tl.zeros([BLOCK], tl.float32)
+        acc_hi = tl.zeros([BLOCK], tl.float32)
         for r in range(0, world):
-            acc += tl.load(b + (par * world + r) * NN + idx, mask=m, other=0.0).to(tl.float32)
-        tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=m)
+            if r == rank:
+                w = tl.load(x_ptr + idx, mask=m, other=0)
+            else:
+                w, exp = ll_wait_word(buf_ptr + (par * world + r) * NN + idx, e32, (~m) | (expired != 0), deadline)
+                expired |= exp
+            lo, hi = _ll_unpack(w, KIND)
+            acc_lo += lo
+            acc_hi += hi
+        tl.store(out_ptr + idx, _ll_pack(acc_lo, acc_hi, KIND), mask=m)
+    if tl.max(expired, 0) != 0:
+        tl.device_print("all_reduce one_shot_ll: a peer's packets of this epoch never came (epoch, program)", e, pid)
+        tl.inline_asm_elementwise("trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
     tl.store(epoch_ptr + pid * SIG, e)
 
 
-def ll_flag_slots(world, grid):
-    """Flags ``[2, grid, W]`` then one epoch slot per program."""
-    return 2 * grid * world + grid
+def ll_buffer_words(world, nw):
+    """int64 words of the LL area: packets ``[2, W, NW]``, then one epoch slot per program."""
+    return 2 * world * nw
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
@@ -283,8 +364,8 @@ def compile_cases(dtype="fp16"):
           "stride_os": i, "stride_oh": i}, {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256}),
         ("sum_partials", sum_partials_kernel, {"part_ptr": p, "out_ptr": p, "world": i, "n": i}, {"BLOCK": 2048}),
         ("allreduce_ll", allreduce_ll_kernel,
-         {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "flag_ptr": "*i64", "epoch_ptr": "*i64", "rank": i, "world": i,
-          "N": i}, {"BLOCK": 1024}),
+         {"x_ptr": "*i32", "buf_ptr": "*i64", "out_ptr": "*i32", "epoch_ptr": "*i64", "rank": i, "world": i,
+          "NW": i}, {"KIND": {"fp32": 0, "fp16": 1, "bf16": 2}[dtype], "BLOCK": 1024}),
         ("allreduce_one_shot", allreduce_one_shot_kernel,
          {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
          {"BLOCK": 2048}),

@@ -28,7 +28,8 @@ Protocols, per form:
   replace the barriers and the reset.
 * cuBLAS overlap forms: barrier, copy-engine puts and stream signals on a side stream (AG) or
   matmuls written into the owners' buffers (RS), bounded stream waits, barrier.
-* one_shot_ll: one launch; epoch-valued flags kept on the device replace the barriers and resets.
+* one_shot_ll: one launch; LL packets (payload and epoch in one 8-byte store, epochs kept on the
+  device) replace the barriers, the fences and the resets.
 
 Grids of kernels whose programs wait for each other are sized from the SMs this rank may use
 (``sm_budget``: the count this process sees, which under MPS is already its share) and capped at
@@ -49,7 +50,8 @@ from ._common import bar_slots, epoch_slots
 ALLREDUCE_VARIANTS = col.ALLREDUCE_VARIANTS
 
 __all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm", "gemm_rs", "release",
-           "KernelArgError", "sm_budget", "sm_info", "ALLREDUCE_VARIANTS", "OVERLAP_IMPLS"]
+           "KernelArgError", "sm_budget", "sm_info", "ALLREDUCE_VARIANTS", "AG_GEMM_IMPLS",
+           "GEMM_RS_IMPLS"]
 
 _cache = {}
 _views = {}  # id of a cached symmetric tensor -> its views on every PE (shmem.peer_tensor)
@@ -326,8 +328,9 @@ def all_reduce(x, variant="two_shot", out=None):
     """Sum of ``x`` over all ranks (any shape; reduced as a flat array). Bitwise equal on every rank.
 
     ``variant``: "one_shot", "two_shot", "ring" (seed 003's protocol: signal reset and two stream
-    barriers around each launch), or "one_shot_ll" (one launch, epoch-valued flags, no barrier and
-    no reset: the small-message latency form; its buffers hold 2 x W copies of ``x``)."""
+    barriers around each launch), or "one_shot_ll" (one launch of LL packets: every 4 bytes travel
+    with the epoch in one 8-byte store, so there is no barrier, fence or reset; the small-message
+    latency form; its buffer holds 4 x W times the bytes of ``x``)."""
     torch, ash, tdist = _rt()
     what = "all_reduce"
     v.check_variant(what, variant, col.ALLREDUCE_VARIANTS)
@@ -345,13 +348,7 @@ def all_reduce(x, variant="two_shot", out=None):
     BLOCK = 2048
     nsm = sm_budget()
     if variant == "one_shot_ll":
-        grid = max(1, min(allreduce_grid(nsm), cdiv(N, LL_BLOCK)))
-        buf, flags = _epoch_buffers(torch, ash, (what, variant, N, dt, W, grid), what, lambda: (
-            ash.aclshmem_create_tensor([2 * W * N], x.dtype),
-            ash.aclshmem_create_tensor([col.ll_flag_slots(W, grid) * SIG_ELEMS], torch.int64)))
-        eps = flags[2 * grid * W * SIG_ELEMS:]
-        col.allreduce_ll_kernel[(grid,)](xf, buf, out, flags, eps, me, W, N, BLOCK=LL_BLOCK, num_warps=4)
-        return out.view(x.shape)
+        return _all_reduce_ll(torch, ash, x, xf, out, W, me, dt, nsm)
     if variant == "ring":
         recv, sig = _buffers((what, variant, N, dt, W), lambda: (
             ash.aclshmem_create_tensor([col.ring_buffer_elems(W, N)], x.dtype),
@@ -370,6 +367,33 @@ def all_reduce(x, variant="two_shot", out=None):
     return out.view(x.shape)
 
 
+LL_KIND = {"float32": 0, "float16": 1, "bfloat16": 2}
+
+
+def _all_reduce_ll(torch, ash, x, xf, out, W, me, dt, nsm):
+    """one_shot_ll: the payload moves as int32 words (two 16-bit elements or one fp32 per word); an
+    odd count of 16-bit elements goes through a padded copy."""
+    N = xf.numel()
+    nbytes = N * xf.element_size()
+    nw = cdiv(nbytes, 4)
+    grid = max(1, min(allreduce_grid(nsm), cdiv(nw, LL_BLOCK)))
+    area = _epoch_buffers(torch, ash, ("all_reduce", "one_shot_ll", nw, W, grid), "all_reduce", lambda: (
+        ash.aclshmem_create_tensor([col.ll_buffer_words(W, nw) + grid * SIG_ELEMS], torch.int64),))[0]
+    flat = out.view(-1)
+    if nbytes % 4:
+        xin = torch.zeros(2 * nw, dtype=xf.dtype, device=xf.device)
+        xin[:N] = xf
+        o = torch.empty_like(xin)
+    else:
+        xin, o = xf, flat
+    col.allreduce_ll_kernel[(grid,)](xin.view(torch.int32), area, o.view(torch.int32),
+                                     area[col.ll_buffer_words(W, nw):], me, W, nw, KIND=LL_KIND[dt],
+                                     BLOCK=LL_BLOCK, num_warps=4)
+    if o is not flat:
+        flat.copy_(o[:N])
+    return out.view(x.shape)
+
+
 def _gemm_cfg(dt):
     if dt == "float32":
         return dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=8, num_stages=3)
@@ -379,14 +403,46 @@ def _gemm_cfg(dt):
 _streams = {}
 
 
+def _side_stream(torch, role):
+    """One side stream per (device, role): "comm" for copies and signals, "gemm" for the second
+    GEMM stream."""
+    key = (torch.cuda.current_device(), role)
+    if key not in _streams:
+        _streams[key] = torch.cuda.Stream(device=key[0])
+    return _streams[key]
+
+
 def _comm_stream(torch):
-    dev = torch.cuda.current_device()
-    if dev not in _streams:
-        _streams[dev] = torch.cuda.Stream(device=dev)
-    return _streams[dev]
+    return _side_stream(torch, "comm")
 
 
-OVERLAP_IMPLS = ("cublas", "triton")
+AG_GEMM_IMPLS = ("cublas", "triton")
+GEMM_RS_IMPLS = ("cublas", "cublas_ce", "triton")
+
+
+def _check_gemm_streams(what, gemm_streams):
+    if gemm_streams not in (1, 2):
+        raise KernelArgError(f"{what}: gemm_streams must be 1 or 2, got {gemm_streams!r}")
+
+
+class _GemmStreams:
+    """The cuBLAS forms' piecewise GEMMs, issued round-robin on ``n`` streams (the current one and a
+    side stream): a piece's last, partly filled wave of tiles then shares the GPU with the next
+    piece's first wave instead of leaving SMs idle. ``stream(i)`` is piece i's stream; ``join()``
+    makes the current stream wait for all of them."""
+
+    def __init__(self, torch, n):
+        self.main = torch.cuda.current_stream()
+        self.list = [self.main] + ([_side_stream(torch, "gemm")] if n == 2 else [])
+        for st in self.list[1:]:
+            st.wait_stream(self.main)
+
+    def stream(self, i):
+        return self.list[i % len(self.list)]
+
+    def join(self):
+        for st in self.list[1:]:
+            self.main.wait_stream(st)
 
 
 def _check_gemm_operands(what, a, b):
@@ -407,12 +463,13 @@ def _refuse_capture(torch, what):
                              "copies and kernels outside the launch); use impl='cublas' in graphs")
 
 
-def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None):
+def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None, gemm_streams=1):
     """``all_gather(a) @ b``: a (M, K) per rank, b (K, N) -> (W * M, N), AG overlapped with the GEMM.
 
     The gather runs on the copy engine (``shmem.putmem_on_stream`` + ``signal_op_on_stream`` on a
     side stream). ``impl="cublas"``: the own rows are multiplied at once (cuBLAS), each peer's rows
-    as soon as a stream wait sees their signal, peers in the order their data arrives.
+    as soon as a stream wait sees their signal, peers in the order their data arrives;
+    ``gemm_streams=2`` issues those GEMMs alternately on two streams (``_GemmStreams``).
     ``impl="triton"``: one Triton GEMM whose tiles of other ranks' rows wait for the signals of
     their chunks (``chunk_m`` rows) -- seed 003's per-tile form; it runs at the Triton GEMM's speed,
     which on Hopper is well below cuBLAS (benchmarks/NOTES.md)."""
@@ -427,9 +484,10 @@ def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None):
         out = torch.empty((W * M, N), dtype=a.dtype, device=a.device)
     elif tuple(out.shape) != (W * M, N) or out.dtype != a.dtype:
         raise KernelArgError(f"{what}: out must be {(W * M, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
-    v.check_variant(what, impl, OVERLAP_IMPLS, argname="impl")
+    v.check_variant(what, impl, AG_GEMM_IMPLS, argname="impl")
+    _check_gemm_streams(what, gemm_streams)
     if impl == "cublas":
-        return _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt)
+        return _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, gemm_streams)
     _refuse_capture(torch, what)
     chunk = chunk_m or max(128, cdiv(M, 4))
     n_chunks = cdiv(M, chunk)
@@ -458,14 +516,18 @@ def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None):
     return out
 
 
-def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None):
+def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None, gemm_streams=1):
     """``reduce_scatter(a @ b)``: a (M, K) and b (K, N) per rank -> rows [me * M / W, (me + 1) * M / W) of
     the sum over ranks, (M / W, N).
 
     ``impl="cublas"``: each owner's block of the partial product is multiplied (cuBLAS) straight
     into the owner's receive buffer through the peer mapping (``shmem.peer_tensor``), other owners
     first, then signalled by a stream write; the own block last; one pass sums the W partials in
-    fp32 once their signals are in. ``impl="triton"``: one Triton GEMM whose epilogue stores each
+    fp32 once their signals are in. ``impl="cublas_ce"``: each owner's block is multiplied into a
+    local staging buffer at full speed and pushed to the owner by the copy engine on a side stream
+    (``shmem.putmem_on_stream``), overlapping the next block's GEMM, instead of the GEMM's epilogue
+    storing over NVLink. ``gemm_streams=2``: the cuBLAS forms' GEMMs alternate between two streams.
+    ``impl="triton"``: one Triton GEMM whose epilogue stores each
     fp32 partial tile into its owner's buffer and signals it, with a small persistent reduce grid
     on a side stream overlapping it (seed 003's per-tile form)."""
     torch, ash, tdist = _rt()
@@ -479,9 +541,10 @@ def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None):
         out = torch.empty((M // W, N), dtype=a.dtype, device=a.device)
     elif tuple(out.shape) != (M // W, N) or out.dtype != a.dtype:
         raise KernelArgError(f"{what}: out must be {(M // W, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
-    v.check_variant(what, impl, OVERLAP_IMPLS, argname="impl")
-    if impl == "cublas":
-        return _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt)
+    v.check_variant(what, impl, GEMM_RS_IMPLS, argname="impl")
+    _check_gemm_streams(what, gemm_streams)
+    if impl in ("cublas", "cublas_ce"):
+        return _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt, gemm_streams, impl == "cublas_ce")
     _refuse_capture(torch, what)
     cfg = _gemm_cfg(dt)
     BM, BN = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -505,7 +568,7 @@ def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None):
     return out
 
 
-def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt):
+def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, nstreams):
     M, K = a.shape
     gather, sig = _buffers(("ag_gemm_cublas", M, K, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * M, K], a.dtype),
@@ -520,11 +583,15 @@ def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt):
         target = (me - j) % W
         ash.putmem_on_stream(gather[me * M:(me + 1) * M], a, target, stream=comm)
         ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, target, stream=comm)
+    gs = _GemmStreams(torch, nstreams)
     torch.matmul(a, b, out=o[me * M:(me + 1) * M])
     for j in range(1, W):
         src = (me + j) % W
-        ash.signal_wait_until_on_stream(sig[src * SIG_ELEMS:], "eq", 1, stream=main)
-        torch.matmul(gather[src * M:(src + 1) * M], b, out=o[src * M:(src + 1) * M])
+        st = gs.stream(j)
+        ash.signal_wait_until_on_stream(sig[src * SIG_ELEMS:], "eq", 1, stream=st)
+        with torch.cuda.stream(st):
+            torch.matmul(gather[src * M:(src + 1) * M], b, out=o[src * M:(src + 1) * M])
+    gs.join()
     main.wait_stream(comm)
     a.record_stream(comm)
     ash.barrier_all_on_stream(main)  # the next call's puts must not overwrite rows still being read
@@ -533,21 +600,37 @@ def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt):
     return out
 
 
-def _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt):
+def _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt, nstreams, copy_engine):
     M, K = a.shape
     N = b.shape[1]
     ml = M // W
     recv, sig = _buffers(("gemm_rs_cublas", M, N, dt, W), lambda: (
         ash.aclshmem_create_tensor([W, ml, N], a.dtype),
         ash.aclshmem_create_tensor([W * SIG_ELEMS], torch.int64)))
+    stage = _buffers(("gemm_rs_stage", M, N, dt, W), lambda: (
+        torch.empty((max(W - 1, 1), ml, N), dtype=a.dtype, device=a.device),))[0] if copy_engine else None
     main = torch.cuda.current_stream()
+    comm = _comm_stream(torch)
     sig.zero_()
     ash.barrier_all_on_stream(main)
+    gs = _GemmStreams(torch, nstreams)
     for j in range(1, W):  # owner me + j next receives from this rank at its wait j
         owner = (me + j) % W
-        torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=_peer_views(ash, recv, W)[owner][me])
-        ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=main)
-    torch.matmul(a[me * ml:(me + 1) * ml], b, out=recv[me])
+        st = gs.stream(j - 1)
+        with torch.cuda.stream(st):
+            if copy_engine:
+                torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=stage[j - 1])
+                comm.wait_stream(st)
+                ash.putmem_on_stream(recv[me], stage[j - 1], owner, stream=comm)
+                ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=comm)
+            else:
+                torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=_peer_views(ash, recv, W)[owner][me])
+                ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=st)
+    with torch.cuda.stream(gs.stream(W - 1)):
+        torch.matmul(a[me * ml:(me + 1) * ml], b, out=recv[me])
+    gs.join()
+    if copy_engine:
+        main.wait_stream(comm)  # the staging buffers are free again for the next call
     for j in range(1, W):
         ash.signal_wait_until_on_stream(sig[((me - j) % W) * SIG_ELEMS:], "eq", 1, stream=main)
     n = ml * N

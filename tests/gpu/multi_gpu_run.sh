@@ -19,15 +19,19 @@ echo "== gpu suite, $G ranks on $G GPUs: rc=$?"
 grep -E "^\[rank 0\] \[  (PASSED|FAILED|SKIPPED) |Failure|tdist-run:" "$OUT/suite-$G.log" | head -20
 B=build-nvidia/benchmarks/gpu/tdist_gpu_bench
 {
-  timeout 60 $RUN -n 2 --timeout 55 -- $B pingpong
-  timeout 60 $RUN -n 2 --timeout 55 -- $B put
+  if [ -z "${NO_P2P_BENCH:-}" ]; then  # NO_P2P_BENCH=1: pingpong and put were measured on another run
+    timeout 60 $RUN -n 2 --timeout 55 -- $B pingpong
+    timeout 60 $RUN -n 2 --timeout 55 -- $B put
+  fi
   timeout 40 $RUN -n "$G" --timeout 35 -- $B barrier
 } > "$OUT/rtbench-$G.log" 2>&1
 grep -E "ratio|us per barrier|GB/s|rc=|tdist-run|error|fail" "$OUT/rtbench-$G.log" | head -30
 # 2. kernels: correctness and benchmark (with NCCL) one rank per GPU, eager and CUDA-graph replays
 BA="${BENCH_ARGS:---a2a-mb 1,16,64,256 --gemm-shapes 4096x4096x4096,8192x8192x3584 --reps 10}"
-NS="$G" BN="$G" TAG=-gpus BENCH_T=${BENCH_T:-150} BENCH_ARGS="$BA" OUT="$OUT" bash tests/gpu_kernels/device_run.sh
-NS="" BN="$G" TAG=-gpus-graph BENCH_T=${BENCH_T:-150} BENCH_ARGS="$BA --graph" OUT="$OUT" bash tests/gpu_kernels/device_run.sh
+# EAGER=0: the CUDA-graph benchmark only (the worker still runs)
+EB="$G"; [ "${EAGER:-1}" = 0 ] && EB=""
+NS="$G" BN="$EB" TAG=-gpus BENCH_T=${BENCH_T:-150} BENCH_ARGS="$BA" OUT="$OUT" bash tests/gpu_kernels/device_run.sh
+NS="" BN="$G" TAG=-gpus-graph BENCH_T=${BENCH_T:-150} BENCH_ARGS="$BA --graph ${GRAPH_ARGS:-}" OUT="$OUT" bash tests/gpu_kernels/device_run.sh
 # 3. the same kernels, ranks sharing GPU 0 under MPS (the one-GPU goals)
 if [ -n "${MPS_NS-2}" ]; then  # MPS_NS="" skips this part
   CUDA_VISIBLE_DEVICES=0 NS="${MPS_NS-2}" BN="${MPS_BN:-2}" TAG=-mps BENCH_T=150 \

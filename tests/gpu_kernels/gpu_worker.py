@@ -174,6 +174,54 @@ def scenario_allreduce(seed, me, W):
                       f"rel_err={e:.2e} tol={AR_TOL[dt]:.0e} bitwise-equal-across-ranks={same}")
 
 
+def scenario_ll(seed, me, W):
+    """one_shot_ll (LL packets, epochs on the device, no barrier): back-to-back calls with new data and
+    a different late rank each call, then CUDA-graph replays with the input refilled in place. Each
+    output must equal one_shot's bit for bit (both sum in fp32 in rank order) and be the same on
+    every rank; an odd count of 16-bit elements takes the padded path."""
+    for N, dt in ((2048, torch.bfloat16), (4097, torch.float16), (100000, torch.float32)):
+        ins = [gen(seed, me, f"ll{N}-{k}", (N,), dt).cuda() for k in range(6)]
+        refs = [ops.all_reduce(x, variant="one_shot") for x in ins]
+        torch.cuda.synchronize()
+        ok = True
+        for k in range(6):
+            if (me + k) % W == 0:
+                time.sleep(0.02)
+            out = poisoned((N,), dt)
+            ops.all_reduce(ins[k], variant="one_shot_ll", out=out)
+            torch.cuda.synchronize()
+            same = same_on_all_ranks(out)  # collective: called on every rank whatever the comparison gave
+            ok &= torch.equal(out, refs[k]) and same
+        check(f"all_reduce one_shot_ll N={N} {dt}: 6 calls, a late rank each, == one_shot bitwise", ok)
+        x_g, o_g = ins[0].clone(), poisoned((N,), dt)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            ops.all_reduce(x_g, variant="one_shot_ll", out=o_g)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            ops.all_reduce(x_g, variant="one_shot_ll", out=o_g)
+        ok = True
+        for k in (4, 2, 5):
+            x_g.copy_(ins[k])
+            o_g.fill_(float("nan"))
+            torch.cuda.synchronize()
+            if (me + k) % W == 0:
+                time.sleep(0.02)
+            g.replay()
+            torch.cuda.synchronize()
+            ok &= torch.equal(o_g, refs[k])
+        check(f"all_reduce one_shot_ll N={N} {dt}: CUDA-graph replays, new input each", ok)
+        del g
+
+
+def OVERLAP_FORMS(impls):
+    """(impl, gemm_streams) pairs to check: the cuBLAS forms with one and two GEMM streams."""
+    return [(i, n) for i in impls for n in ((1,) if i == "triton" else (1, 2))]
+
+
 def scenario_gemm(seed, me, W):
     for (M, K, N) in ((256, 256, 384), (100, 72, 130), (640, 192, 520)):
         for dt in DTYPES:
@@ -182,15 +230,15 @@ def scenario_gemm(seed, me, W):
             b = gen(seed, 99, tag + "b", (K, N), dt).cuda()
             ag = torch.cat([gen(seed, r, tag, (M, K), dt) for r in range(W)])
             ref = ag.double() @ b.cpu().double()
-            for impl in ops.OVERLAP_IMPLS:
+            for impl, ns in OVERLAP_FORMS(ops.AG_GEMM_IMPLS):
                 e = 0.0
                 for it in range(2):  # the second call checks the signal reset
                     out = poisoned((W * M, N), dt)
-                    kw = {"chunk_m": 128 if M > 256 else None} if impl == "triton" else {}
+                    kw = {"chunk_m": 128 if M > 256 else None} if impl == "triton" else {"gemm_streams": ns}
                     ops.ag_gemm(a, b, out=out, impl=impl, **kw)
                     torch.cuda.synchronize()
                     e = max(e, rel_err(out, ref))
-                check(f"ag_gemm {impl} M={M} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+                check(f"ag_gemm {impl} streams={ns} M={M} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
             # GEMM + RS: M rows in total, each rank gets M / W
             Mr = M * W if M % W else M
             tag = f"rs-{Mr}-{K}-{N}-{dt}"
@@ -199,14 +247,15 @@ def scenario_gemm(seed, me, W):
             full = sum(gen(seed, r, tag, (Mr, K), dt).double() @ gen(seed, r, tag + "b", (K, N), dt).double()
                        for r in range(W))
             ml = Mr // W
-            for impl in ops.OVERLAP_IMPLS:
+            for impl, ns in OVERLAP_FORMS(ops.GEMM_RS_IMPLS):
                 e = 0.0
                 for it in range(2):
                     out = poisoned((ml, N), dt)
-                    ops.gemm_rs(a, b, out=out, impl=impl)
+                    ops.gemm_rs(a, b, out=out, impl=impl, **({} if impl == "triton" else {"gemm_streams": ns}))
                     torch.cuda.synchronize()
                     e = max(e, rel_err(out, full[me * ml:(me + 1) * ml]))
-                check(f"gemm_rs {impl} M={Mr} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+                check(f"gemm_rs {impl} streams={ns} M={Mr} K={K} N={N} {dt}", e <= GEMM_TOL[dt],
+                      f"rel_err={e:.2e}")
 
 
 def scenario_errors(me, W):
@@ -221,6 +270,15 @@ def scenario_errors(me, W):
         check("reverse_a2a rejects S_total not a multiple of W", W == 1)
     except KernelArgError as e:
         check("reverse_a2a rejects S_total not a multiple of W", "multiple of world_size" in str(e))
+    z = torch.zeros(4 * W, 8, device="cuda")
+    for what, call, needle in (
+            ("gemm_rs rejects gemm_streams=3", lambda: ops.gemm_rs(z, z.t(), gemm_streams=3), "gemm_streams must be"),
+            ("ag_gemm rejects impl='cublas_ce'", lambda: ops.ag_gemm(z, z.t(), impl="cublas_ce"), "cublas_ce")):
+        try:
+            call()
+            check(what, False)
+        except KernelArgError as e:
+            check(what, needle in str(e), str(e)[:80])
     try:
         ops.all_reduce(torch.zeros(4, dtype=torch.int32, device="cuda"))
         check("all_reduce rejects int32", False)
@@ -241,6 +299,7 @@ def main():
     for name, fn in (("a2a", lambda: scenario_a2a(seed, me, W)),
                      ("a2a_epochs", lambda: scenario_a2a_epochs(seed, me, W)),
                      ("allreduce", lambda: scenario_allreduce(seed, me, W)),
+                     ("ll", lambda: scenario_ll(seed, me, W)),
                      ("gemm", lambda: scenario_gemm(seed, me, W)),
                      ("errors", lambda: scenario_errors(me, W))):
         if only and name not in only.split(","):

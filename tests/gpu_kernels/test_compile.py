@@ -90,3 +90,16 @@ def test_data_movement_is_vectorised(bitcode, monkeypatch, name):
     ptx = _ptx(bitcode, monkeypatch, name)
     assert re.search(r"ld\.global[^;]*\.v4", ptx) and re.search(r"st\.global[^;]*\.v4", ptx), name
     assert not re.search(r"(ld|st)\.global(\.[a-z]+)*\.b16", ptx), name
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_ll_allreduce_moves_8_byte_packets_without_fences(bitcode, monkeypatch, dtype):
+    ptx = _ptx(bitcode, monkeypatch, "allreduce_ll", dtype)
+    # packets go out as 16-byte vectors of two whole 8-byte packets and come in as single 8-byte
+    # volatile loads (a v2.u32 load could pair the payload of one store with the epoch of another)
+    assert re.search(r"st\.global[^;]*\.v2\.b64", ptx)
+    assert "ld.volatile.global.u64" in ptx and "ld.volatile.global.v2" not in ptx
+    # the protocol needs no fence and no flag: the only sys-scope fence is on symm_at's error path
+    # (an out-of-range PE), which records the fault before it traps
+    assert ptx.count("fence.") <= 1 and "fence.acq_rel.sys" not in ptx and "membar" not in ptx
+    assert "%globaltimer" in ptx and "trap;" in ptx  # the waits are bounded
