@@ -54,7 +54,7 @@ def main():
         rows = []
         for bs, bd in tiles:
             for p in per_sm:
-                ra.DIRECT_PROGRAMS_PER_SM = p
+                ra.DIRECT_PROGRAMS_PER_SM[ops.shared_gpu()] = p
                 call = lambda: ops.reverse_all_to_all(a, variant="direct", out=sym, block_s=bs, block_d=bd)  # noqa: E731
                 t = bench.worst(bench.timed(call, args.reps))
                 bench.verify(f"direct {bs}x{bd} {p}/SM {mb} MiB", call, sym, ref)

@@ -54,6 +54,7 @@ __all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm",
            "GEMM_RS_IMPLS"]
 
 _cache = {}
+_local = {}
 _views = {}  # id of a cached symmetric tensor -> its views on every PE (shmem.peer_tensor)
 
 
@@ -102,10 +103,18 @@ def _buffers(key, make):
     return _cache[key]
 
 
+def _local_buffer(key, make):
+    """A cached buffer that is not on the symmetric heap (torch's allocator frees it)."""
+    if key not in _local:
+        _local[key] = make()
+    return _local[key]
+
+
 def release():
-    """Free every cached symmetric buffer (collective)."""
+    """Free every cached symmetric buffer (collective) and drop the local ones."""
     _, ash, _ = _rt()
     _views.clear()
+    _local.clear()
     for bufs in _cache.values():
         for t in bufs:
             ash.aclshmem_free_tensor(t)
@@ -179,11 +188,31 @@ def a2a_tiles(D, elem):
     return block_s, block_d
 
 
-def direct_tiles(D, elem):
-    """16 KB tiles, up to 256 columns wide, for the one-pass kernels (16-byte vectors, 8 per thread)."""
-    block_d = min(_pow2(D), 256)
-    block_s = max(1, min(64, 16384 // (block_d * elem)))
+def direct_tiles(D, elem, shared_gpu=True):
+    """Tiles of the one-pass kernels. Ranks sharing a GPU: 16 KB, up to 256 columns wide (16-byte
+    vectors, 8 per thread). One rank per GPU: 32 KB, up to 512 columns wide, fewer and larger NVLink
+    bursts per program (the 4-GPU sweep's best at 1 and 64 MiB per rank)."""
+    cols, tile = (256, 16384) if shared_gpu else (512, 32768)
+    block_d = min(_pow2(D), cols)
+    block_s = max(1, min(64, tile // (block_d * elem)))
     return block_s, block_d
+
+
+_placement = {}
+
+
+def shared_gpu():
+    """Whether some ranks share a GPU (MPS) rather than each having its own: the device UUIDs of all
+    ranks, gathered once at the first call (collective, host only)."""
+    import torch
+    dev = torch.cuda.current_device()
+    if dev not in _placement:
+        _, _, tdist = _rt()
+        uid = str(torch.cuda.get_device_properties(dev).uuid).encode()[:48].ljust(48)
+        got = bytes(tdist.ctrl_allgather(uid))
+        uids = [got[i:i + 48] for i in range(0, len(got), 48)]
+        _placement[dev] = len(set(uids)) < len(uids)
+    return _placement[dev]
 
 
 def _check_symmetric_out(what, ash, out):
@@ -243,9 +272,10 @@ def reverse_all_to_all(a, variant="mte", out=None, buffer_num=2, block_s=None, b
         raise KernelArgError(f"{what}: out must be {(S, H * W, D)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
     if variant == "direct":
         _check_symmetric_out(what, ash, out)
-        bs0, bd0 = direct_tiles(D, a.element_size())
+        shared = shared_gpu()
+        bs0, bd0 = direct_tiles(D, a.element_size(), shared)
         bs, bd = block_s or bs0, block_d or bd0
-        grid = ra.direct_grid(W, S, H, D, bs, bd, sm_budget())
+        grid = ra.direct_grid(W, S, H, D, bs, bd, sm_budget(), shared)
         ctl = _epoch_area(torch, ash, (what, variant, S, H, D, dt, W, bs, bd, grid), W, what)
         ra.reverse_a2a_direct_kernel[(grid,)](a, out, ctl, me, W, S, H, D, *a.stride(), *out.stride(), BLOCK_S=bs,
                                               BLOCK_D=bd, num_warps=4)
@@ -305,8 +335,9 @@ def dispatch_all_to_all(x, out=None, variant="staged"):
     v.check_variant(what, variant, ("staged", "direct"))
     if variant == "direct":
         _check_symmetric_out(what, ash, out)
-        bs, bd = direct_tiles(D, x.element_size())
-        grid = ra.direct_grid(W, S, H, D, bs, bd, sm_budget())
+        shared = shared_gpu()
+        bs, bd = direct_tiles(D, x.element_size(), shared)
+        grid = ra.direct_grid(W, S, H, D, bs, bd, sm_budget(), shared)
         ctl = _epoch_area(torch, ash, (what, variant, S, H, D, dt, W, bs, bd, grid), W, what)
         col.dispatch_a2a_direct_kernel[(grid,)](x, out, ctl, me, W, S, H, D, *x.stride(), *out.stride(), BLOCK_S=bs,
                                                 BLOCK_D=bd, num_warps=4)
@@ -607,8 +638,8 @@ def _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt, nstreams, copy_engine):
     recv, sig = _buffers(("gemm_rs_cublas", M, N, dt, W), lambda: (
         ash.aclshmem_create_tensor([W, ml, N], a.dtype),
         ash.aclshmem_create_tensor([W * SIG_ELEMS], torch.int64)))
-    stage = _buffers(("gemm_rs_stage", M, N, dt, W), lambda: (
-        torch.empty((max(W - 1, 1), ml, N), dtype=a.dtype, device=a.device),))[0] if copy_engine else None
+    stage = _local_buffer(("gemm_rs_stage", M, N, dt, W), lambda: torch.empty(
+        (max(W - 1, 1), ml, N), dtype=a.dtype, device=a.device)) if copy_engine else None
     main = torch.cuda.current_stream()
     comm = _comm_stream(torch)
     sig.zero_()

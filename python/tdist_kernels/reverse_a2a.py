@@ -352,13 +352,17 @@ def reverse_a2a_direct_kernel(
                     stride_os, stride_oh, stride_od, True, BLOCK_S, BLOCK_D)
 
 
-def direct_grid(world, S, H, D, block_s, block_d, nsm):
-    """Programs of the direct all-to-alls: DIRECT_PROGRAMS_PER_SM per SM of the share, at most one per
-    tile. Nothing waits on a program of its own launch, so residency is not required."""
-    return max(1, min(direct_tile_count(world, S, H, D, block_s, block_d), DIRECT_PROGRAMS_PER_SM * nsm))
+def direct_grid(world, S, H, D, block_s, block_d, nsm, shared_gpu=True):
+    """Programs of the direct all-to-alls: ``DIRECT_PROGRAMS_PER_SM[shared_gpu]`` per SM of the share,
+    at most one per tile. Nothing waits on a program of its own launch, so residency is not required."""
+    per_sm = DIRECT_PROGRAMS_PER_SM[bool(shared_gpu)]
+    return max(1, min(direct_tile_count(world, S, H, D, block_s, block_d), per_sm * nsm))
 
 
-DIRECT_PROGRAMS_PER_SM = 8
+# Programs per SM, by placement. Ranks sharing a GPU (MPS): the stores go to the GPU's own memory and
+# more programs hide more latency (8). One rank per GPU: the stores cross NVLink, and the 4-GPU sweep
+# (benchmarks/NOTES.md, sweep_a2a.py) was fastest at 2-4 per SM and 5-15 % slower at 8-16.
+DIRECT_PROGRAMS_PER_SM = {True: 8, False: 2}
 
 
 # ---------------------------------------------------------------------------------------------
