@@ -203,7 +203,8 @@ def bench_a2a(me, W, res, reps, sizes_mb):
         res["a2a"].append(row)
 
 
-IMPLS = ["cublas", "cublas_ce", "triton"]
+IMPLS = ["cublas", "cublas_ce", "cublas_whole", "triton"]
+ONE_STREAM = ("triton", "cublas_whole", "auto")  # forms without a GEMM-stream choice
 GEMM_STREAMS = [1, 2]
 
 
@@ -214,8 +215,8 @@ def forms(op_impls):
     for impl in IMPLS:
         if impl not in op_impls:
             continue
-        for ns in ((1,) if impl == "triton" else GEMM_STREAMS):
-            kw = {"impl": impl} if impl == "triton" else {"impl": impl, "gemm_streams": ns}
+        for ns in ((1,) if impl in ONE_STREAM else GEMM_STREAMS):
+            kw = {"impl": impl} if impl in ONE_STREAM else {"impl": impl, "gemm_streams": ns}
             out.append((impl if ns == 1 else f"{impl}/{ns}s", kw))
     return out
 
@@ -320,7 +321,7 @@ def main():
     ap.add_argument("--heap-gib", type=int, default=4, help="symmetric heap per rank (the 256 MiB all-to-all needs ~1.3 GiB)")
     ap.add_argument("--graph", action="store_true",
                     help="time CUDA-graph replays of every op and baseline (no host launch overhead)")
-    ap.add_argument("--impls", default="cublas,cublas_ce,triton",
+    ap.add_argument("--impls", default="cublas,cublas_ce,cublas_whole,triton",
                     help="AG+GEMM / GEMM+RS implementations to time (each op times those it has)")
     ap.add_argument("--gemm-streams", default="1,2", help="GEMM stream counts for the cuBLAS forms")
     ap.add_argument("--inner", type=int, default=1,

@@ -16,7 +16,7 @@ T0=$(date +%s)
 R="python3 tools/tdist-run"
 BENCH="python3 benchmarks/gpu_kernels/bench.py --graph --inner 10 --reps 10"
 A2A="--a2a-mb ${A2A_MB:-1,16,64}"
-GEMM="--impls cublas,cublas_ce --gemm-shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x3584}"
+GEMM="--impls cublas,cublas_ce,cublas_whole --gemm-shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x3584}"
 AR="--ar-bytes ${AR_BYTES:-4096,65536,262144,1048576,67108864}"
 step() {  # name limit command...
   local name=$1 lim=$2
@@ -33,7 +33,8 @@ for s in ${STEPS:-worker gpus pair mps}; do
     pair) [ "$G" -gt 2 ] && CUDA_VISIBLE_DEVICES=0,1 step "bench-2-gpus" 150 $R -n 2 --timeout 150 -- \
               $BENCH $A2A $GEMM $AR --json "$OUT/bench-2-gpus.json" ;;
     mps) CUDA_VISIBLE_DEVICES=0 step "bench-2-mps" 200 $R -n 2 --timeout 200 -- \
-              $BENCH --a2a-mb 16,64,256 --gemm-shapes 4096x4096x4096 --impls cublas,cublas_ce --ar-bytes 4096,65536 \
+              $BENCH --a2a-mb 16,64,256 --gemm-shapes 4096x4096x4096,8192x8192x3584 --impls cublas,cublas_ce,cublas_whole \
+              --ar-bytes 4096,65536 \
               --json "$OUT/bench-2-mps.json" ;;
     sweep) step "sweep-$G" 160 $R -n "$G" --timeout 160 -- python3 benchmarks/gpu_kernels/sweep_a2a.py --graph ;;
   esac

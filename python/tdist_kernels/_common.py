@@ -25,6 +25,14 @@ def cdiv(a, b):
     return -(-a // b)
 
 
+def pow2(n):
+    """The smallest power of two >= n (1 for n <= 1)."""
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
 # ---------------------------------------------------------------------------------------------
 # Co-residency. Every persistent kernel here has programs that wait for other programs of the same
 # launch (grid barrier, producer/consumer credits) and for the programs of the other ranks' launches

@@ -28,7 +28,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 
-from ._common import SIG, WAIT_NS, cdiv, direct_a2a_pass, fence_sys, grid_barrier
+from ._common import SIG, WAIT_NS, cdiv, pow2, direct_a2a_pass, fence_sys, grid_barrier
 
 ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
 
@@ -101,6 +101,18 @@ def sum_partials_kernel(part_ptr, out_ptr, world, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=m)
 
 
+@triton.jit(do_not_specialize=['rank', 'world'])
+def sum_peer_rows_kernel(part_ptr, out_ptr, rank, world, off, n, BLOCK: tl.constexpr):
+    """out[i] = sum over PEs r (in rank order, fp32) of symmetric ``part`` on PE r at ``off + i``:
+    the reduce half of GEMM+RS's whole form, pulling every PE's partial block straight from it."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for r in range(0, world):
+        acc += tl.load(dl.symm_at(part_ptr, r) + off + offs, mask=m, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=m)
+
+
 # ---------------------------------------------------------------------------------------------
 # all-reduce
 
@@ -127,44 +139,10 @@ def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
 
 # LL (low-latency) packets: every 4 bytes of payload travel in one 8-byte word with the epoch in the
 # high half, written by one 8-byte store and read by one 8-byte load (aligned 8-byte accesses are
-# single-copy atomic; a vector load of two 4-byte halves would not be), so a reader that sees the
-# epoch it expects has the payload of that store too: no fence, no flag, no barrier between the writer's store and the reader's use.
-# The wait below is per thread and per word: a thread spins only on its own words, with one
-# deadline for the whole launch; on expiry it stops waiting and reports it (the kernel then prints
-# what it waited for and traps).
-
-_LL_WAIT_ASM: tl.constexpr = tl.constexpr("""{
-        .reg .pred %ll_p;
-        .reg .u32 %ll_lo, %ll_hi;
-        .reg .u64 %ll_now, %ll_w;
-        mov.u32 $0, 0;
-        mov.u32 $1, 0;
-        setp.ne.u32 %ll_p, $4, 0;
-        @%ll_p bra ll_done;
-    ll_spin:
-        ld.volatile.global.u64 %ll_w, [$2];
-        mov.b64 {%ll_lo, %ll_hi}, %ll_w;
-        setp.eq.u32 %ll_p, %ll_hi, $3;
-        @%ll_p bra ll_got;
-        mov.u64 %ll_now, %globaltimer;
-        setp.lt.u64 %ll_p, %ll_now, $5;
-        @%ll_p bra ll_spin;
-        mov.u32 $1, 1;
-        bra ll_done;
-    ll_got:
-        mov.u32 $0, %ll_lo;
-    ll_done:
-    }""")
-
-
-@triton.jit
-def ll_wait_word(ptrs, epoch32, skip, deadline):
-    """Payload of the LL words at ``ptrs`` (int64 pointers) once their high half equals ``epoch32``;
-    lanes with ``skip`` set return 0 without waiting. Returns (payload int32, expired int32)."""
-    return tl.inline_asm_elementwise(
-        _LL_WAIT_ASM, "=r,=r,l,r,r,l",
-        [ptrs.to(tl.int64, bitcast=True), epoch32, skip.to(tl.int32), deadline],
-        dtype=(tl.int32, tl.int32), is_pure=False, pack=1)
+# single-copy atomic, and each element of a vector access is one such access), so a reader that sees
+# the epoch it expects has the payload of that store too: no fence, no flag, no barrier between the
+# writer's store and the reader's use. A reader loads the packets of all peers at once ([WP, BLOCK]:
+# one round of loads in flight, not one per peer) and reloads until every one carries the epoch.
 
 
 @triton.jit
@@ -174,7 +152,7 @@ def globaltimer():
 
 @triton.jit
 def _ll_unpack(w, KIND: tl.constexpr):
-    """(low element, high element) of an int32 payload word as fp32; KIND 0: one fp32 (high is 0),
+    """(low element, high element) of int32 payload words as fp32; KIND 0: one fp32 (high is 0),
     1: two fp16, 2: two bf16."""
     if KIND == 0:
         return w.to(tl.float32, bitcast=True), tl.zeros(w.shape, tl.float32)
@@ -198,25 +176,25 @@ def _ll_pack(lo, hi, KIND: tl.constexpr):
 
 @triton.jit(do_not_specialize=['rank', 'world'])
 def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, NW, KIND: tl.constexpr,
-                        BLOCK: tl.constexpr):
+                        BLOCK: tl.constexpr, WP: tl.constexpr):
     """Low-latency one-shot all-reduce over ``NW`` int32 payload words (x and out viewed as int32):
-    one launch, no barrier, no fence, no signal reset.
+    one launch, no barrier, no fence, no signal reset. ``WP``: a power of two >= ``world``.
 
     Program ``pid`` runs epoch ``e`` (its own counter, kept on the device so CUDA-graph replays
     advance it). It writes its words of ``x`` as LL packets ``(e << 32) | word`` into buffer ``e % 2``
-    of every peer at slot ``rank``, then sums the W contributions in rank order (fp32), taking its
-    own from ``x`` and waiting per word for each peer's packet of epoch ``e`` (bitwise equal on
-    every PE). Reuse is safe without a barrier: this program writes buffer ``e % 2`` of peer t again
-    at epoch ``e + 2`` only after it read t's epoch ``e + 1`` packets, which t writes after its
-    epoch ``e`` launch (the last reader of that buffer there) completed. Programs wait only for the
-    same program of other PEs, which writes before it waits: no residency requirement."""
+    of every peer at slot ``rank``, waits until every peer's packets of its words carry epoch ``e``,
+    and sums the W contributions in rank order (fp32; its own from ``x``; bitwise equal on every
+    PE). Reuse is safe without a barrier: this program writes buffer ``e % 2`` of peer t again at
+    epoch ``e + 2`` only after it read t's epoch ``e + 1`` packets, which t writes after its epoch
+    ``e`` launch (the last reader of that buffer there) completed. Programs wait only for the same
+    program of other PEs, which writes before it waits: no residency requirement."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     NN = NW.to(tl.int64)
     e = tl.load(epoch_ptr + pid * SIG) + 1
     par = e % 2
-    tag = (e & 0xFFFFFFFF) << 32
-    e32 = (e & 0xFFFFFFFF).to(tl.int32)
+    e32 = e & 0xFFFFFFFF
+    tag = e32 << 32
     for off in range(pid * BLOCK, NW, nprog * BLOCK):
         idx = off + tl.arange(0, BLOCK)
         m = idx < NW
@@ -225,26 +203,36 @@ def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, NW, KIN
             t = (rank + j) % world
             tl.store(dl.symm_at(buf_ptr, t) + (par * world + rank) * NN + idx, pkt, mask=m)
     deadline = globaltimer() + WAIT_NS
-    expired = tl.zeros([BLOCK], tl.int32)
+    rr = tl.arange(0, WP)[:, None]
     for off in range(pid * BLOCK, NW, nprog * BLOCK):
         idx = off + tl.arange(0, BLOCK)
         m = idx < NW
+        need = (rr < world) & (rr != rank) & m[None, :]
+        ptrs = buf_ptr + (par * world + rr).to(tl.int64) * NN + idx[None, :]
+        p = tl.load(ptrs, mask=need, other=0, volatile=True)
+        missing = tl.sum((need & (((p >> 32) & 0xFFFFFFFF) != e32)).to(tl.int32))
+        while missing != 0:
+            if globaltimer() > deadline:
+                tl.device_print("all_reduce one_shot_ll: peer packets of this epoch missing (epoch, program, words)",
+                                e, pid, missing)
+                tl.inline_asm_elementwise("trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+            p = tl.load(ptrs, mask=need, other=0, volatile=True)
+            missing = tl.sum((need & (((p >> 32) & 0xFFFFFFFF) != e32)).to(tl.int32))
+        own = tl.load(x_ptr + idx, mask=m, other=0)
+        w = tl.where(rr == rank, own[None, :], (p & 0xFFFFFFFF).to(tl.int32))
+        lo, hi = _ll_unpack(w, KIND)
         acc_lo = tl.zeros([BLOCK], tl.float32)
         acc_hi = tl.zeros([BLOCK], tl.float32)
-        for r in range(0, world):
-            if r == rank:
-                w = tl.load(x_ptr + idx, mask=m, other=0)
-            else:
-                w, exp = ll_wait_word(buf_ptr + (par * world + r) * NN + idx, e32, (~m) | (expired != 0), deadline)
-                expired |= exp
-            lo, hi = _ll_unpack(w, KIND)
-            acc_lo += lo
-            acc_hi += hi
+        for r in tl.static_range(WP):  # rank order: each row selected alone (x + 0.0 is exact)
+            acc_lo += tl.sum(tl.where(rr == r, lo, 0.0), axis=0)
+            acc_hi += tl.sum(tl.where(rr == r, hi, 0.0), axis=0)
         tl.store(out_ptr + idx, _ll_pack(acc_lo, acc_hi, KIND), mask=m)
-    if tl.max(expired, 0) != 0:
-        tl.device_print("all_reduce one_shot_ll: a peer's packets of this epoch never came (epoch, program)", e, pid)
-        tl.inline_asm_elementwise("trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
     tl.store(epoch_ptr + pid * SIG, e)
+
+
+def ll_block(world):
+    """Payload words per LL program: [WP, BLOCK] packets held at once, 2048 in all."""
+    return 2048 // pow2(world)
 
 
 def ll_buffer_words(world, nw):
@@ -363,9 +351,11 @@ def compile_cases(dtype="fp16"):
           "stride_xh": i,
           "stride_os": i, "stride_oh": i}, {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256}),
         ("sum_partials", sum_partials_kernel, {"part_ptr": p, "out_ptr": p, "world": i, "n": i}, {"BLOCK": 2048}),
+        ("sum_peer_rows", sum_peer_rows_kernel, {"part_ptr": p, "out_ptr": p, "rank": i, "world": i, "off": "i64",
+                                                 "n": i}, {"BLOCK": 2048}),
         ("allreduce_ll", allreduce_ll_kernel,
          {"x_ptr": "*i32", "buf_ptr": "*i64", "out_ptr": "*i32", "epoch_ptr": "*i64", "rank": i, "world": i,
-          "NW": i}, {"KIND": {"fp32": 0, "fp16": 1, "bf16": 2}[dtype], "BLOCK": 1024}),
+          "NW": i}, {"KIND": {"fp32": 0, "fp16": 1, "bf16": 2}[dtype], "BLOCK": 512, "WP": 4}),
         ("allreduce_one_shot", allreduce_one_shot_kernel,
          {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
          {"BLOCK": 2048}),

@@ -44,7 +44,7 @@ from . import collectives as col
 from . import overlap as ov
 from . import reverse_a2a as ra
 from . import _validate as v
-from ._common import SIG_ELEMS, KernelArgError, cdiv, resident_grid
+from ._common import SIG_ELEMS, KernelArgError, cdiv, pow2, resident_grid
 from ._common import bar_slots, epoch_slots
 
 ALLREDUCE_VARIANTS = col.ALLREDUCE_VARIANTS
@@ -138,13 +138,6 @@ def _protocol(ash, sig, launch):
 # ---------------------------------------------------------------------------------------------
 
 
-def _pow2(n):
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
 # Grid sizes (pure functions of this rank's SM budget, so the co-residency arithmetic is testable
 # without a GPU: tests/gpu_kernels/test_residency.py).
 
@@ -183,7 +176,7 @@ def a2a_tiles(D, elem):
     """~16 KB tiles, tall in S: the pipelines synchronise once per S block, so fewer, taller blocks
     cost fewer rounds (the first GPU run used 8 x 1024 tiles: 256 rounds for S = 2048, and the
     per-round signalling dominated)."""
-    block_d = min(_pow2(D), 128)
+    block_d = min(pow2(D), 128)
     block_s = max(1, min(128, 16384 // (block_d * elem)))
     return block_s, block_d
 
@@ -193,7 +186,7 @@ def direct_tiles(D, elem, shared_gpu=True):
     vectors, 8 per thread). One rank per GPU: 32 KB, up to 512 columns wide, fewer and larger NVLink
     bursts per program (the 4-GPU sweep's best at 1 and 64 MiB per rank)."""
     cols, tile = (256, 16384) if shared_gpu else (512, 32768)
-    block_d = min(_pow2(D), cols)
+    block_d = min(pow2(D), cols)
     block_s = max(1, min(64, tile // (block_d * elem)))
     return block_s, block_d
 
@@ -352,9 +345,6 @@ def dispatch_all_to_all(x, out=None, variant="staged"):
     return out
 
 
-LL_BLOCK = 1024
-
-
 def all_reduce(x, variant="two_shot", out=None):
     """Sum of ``x`` over all ranks (any shape; reduced as a flat array). Bitwise equal on every rank.
 
@@ -407,7 +397,8 @@ def _all_reduce_ll(torch, ash, x, xf, out, W, me, dt, nsm):
     N = xf.numel()
     nbytes = N * xf.element_size()
     nw = cdiv(nbytes, 4)
-    grid = max(1, min(allreduce_grid(nsm), cdiv(nw, LL_BLOCK)))
+    block = col.ll_block(W)
+    grid = max(1, min(allreduce_grid(nsm), cdiv(nw, block)))
     area = _epoch_buffers(torch, ash, ("all_reduce", "one_shot_ll", nw, W, grid), "all_reduce", lambda: (
         ash.aclshmem_create_tensor([col.ll_buffer_words(W, nw) + grid * SIG_ELEMS], torch.int64),))[0]
     flat = out.view(-1)
@@ -419,7 +410,7 @@ def _all_reduce_ll(torch, ash, x, xf, out, W, me, dt, nsm):
         xin, o = xf, flat
     col.allreduce_ll_kernel[(grid,)](xin.view(torch.int32), area, o.view(torch.int32),
                                      area[col.ll_buffer_words(W, nw):], me, W, nw, KIND=LL_KIND[dt],
-                                     BLOCK=LL_BLOCK, num_warps=4)
+                                     BLOCK=block, WP=pow2(W), num_warps=4)
     if o is not flat:
         flat.copy_(o[:N])
     return out.view(x.shape)
@@ -447,8 +438,19 @@ def _comm_stream(torch):
     return _side_stream(torch, "comm")
 
 
-AG_GEMM_IMPLS = ("cublas", "triton")
-GEMM_RS_IMPLS = ("cublas", "cublas_ce", "triton")
+AG_GEMM_IMPLS = ("auto", "cublas", "cublas_whole", "triton")
+GEMM_RS_IMPLS = ("auto", "cublas", "cublas_ce", "cublas_whole", "triton")
+
+
+def _auto_overlap(what):
+    """impl="auto": the cuBLAS form measured fastest for this placement (benchmarks/NOTES.md, "GPU,
+    fourth round"). Ranks sharing a GPU: the whole GEMM with the communication before (AG) or after
+    (RS) it, since the pieces' overlap buys nothing when compute and copies share the SMs and the
+    split GEMMs cost more than the copies. One rank per GPU: AG+GEMM's pieces on two GEMM streams,
+    GEMM+RS's pieces pushed by the copy engine."""
+    if shared_gpu():
+        return "cublas_whole", 1
+    return ("cublas", 2) if what == "ag_gemm" else ("cublas_ce", 1)
 
 
 def _check_gemm_streams(what, gemm_streams):
@@ -494,14 +496,15 @@ def _refuse_capture(torch, what):
                              "copies and kernels outside the launch); use impl='cublas' in graphs")
 
 
-def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None, gemm_streams=1):
+def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
     """``all_gather(a) @ b``: a (M, K) per rank, b (K, N) -> (W * M, N), AG overlapped with the GEMM.
 
     The gather runs on the copy engine (``shmem.putmem_on_stream`` + ``signal_op_on_stream`` on a
     side stream). ``impl="cublas"``: the own rows are multiplied at once (cuBLAS), each peer's rows
     as soon as a stream wait sees their signal, peers in the order their data arrives;
     ``gemm_streams=2`` issues those GEMMs alternately on two streams (``_GemmStreams``).
-    ``impl="triton"``: one Triton GEMM whose tiles of other ranks' rows wait for the signals of
+    ``impl="cublas_whole"``: the gather completes first, then one cuBLAS GEMM of all ``W * M`` rows.
+    ``impl="auto"`` (default) picks by placement (``_auto_overlap``). ``impl="triton"``: one Triton GEMM whose tiles of other ranks' rows wait for the signals of
     their chunks (``chunk_m`` rows) -- seed 003's per-tile form; it runs at the Triton GEMM's speed,
     which on Hopper is well below cuBLAS (benchmarks/NOTES.md)."""
     torch, ash, tdist = _rt()
@@ -517,8 +520,10 @@ def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None, gemm_streams=1):
         raise KernelArgError(f"{what}: out must be {(W * M, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
     v.check_variant(what, impl, AG_GEMM_IMPLS, argname="impl")
     _check_gemm_streams(what, gemm_streams)
-    if impl == "cublas":
-        return _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, gemm_streams)
+    if impl == "auto":
+        impl, gemm_streams = _auto_overlap(what)
+    if impl in ("cublas", "cublas_whole"):
+        return _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, gemm_streams, impl == "cublas_whole")
     _refuse_capture(torch, what)
     chunk = chunk_m or max(128, cdiv(M, 4))
     n_chunks = cdiv(M, chunk)
@@ -547,7 +552,7 @@ def ag_gemm(a, b, out=None, impl="cublas", chunk_m=None, gemm_streams=1):
     return out
 
 
-def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None, gemm_streams=1):
+def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
     """``reduce_scatter(a @ b)``: a (M, K) and b (K, N) per rank -> rows [me * M / W, (me + 1) * M / W) of
     the sum over ranks, (M / W, N).
 
@@ -558,7 +563,9 @@ def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None, gemm_streams=1)
     local staging buffer at full speed and pushed to the owner by the copy engine on a side stream
     (``shmem.putmem_on_stream``), overlapping the next block's GEMM, instead of the GEMM's epilogue
     storing over NVLink. ``gemm_streams=2``: the cuBLAS forms' GEMMs alternate between two streams.
-    ``impl="triton"``: one Triton GEMM whose epilogue stores each
+    ``impl="cublas_whole"``: one cuBLAS GEMM of the whole product into a symmetric buffer, a barrier,
+    then one pass pulls this rank's block from every PE and sums it. ``impl="auto"`` (default)
+    picks by placement (``_auto_overlap``). ``impl="triton"``: one Triton GEMM whose epilogue stores each
     fp32 partial tile into its owner's buffer and signals it, with a small persistent reduce grid
     on a side stream overlapping it (seed 003's per-tile form)."""
     torch, ash, tdist = _rt()
@@ -574,6 +581,10 @@ def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None, gemm_streams=1)
         raise KernelArgError(f"{what}: out must be {(M // W, N)} {a.dtype}, got {tuple(out.shape)} {out.dtype}")
     v.check_variant(what, impl, GEMM_RS_IMPLS, argname="impl")
     _check_gemm_streams(what, gemm_streams)
+    if impl == "auto":
+        impl, gemm_streams = _auto_overlap(what)
+    if impl == "cublas_whole":
+        return _gemm_rs_whole(torch, ash, a, b, out, W, me, dt)
     if impl in ("cublas", "cublas_ce"):
         return _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt, gemm_streams, impl == "cublas_ce")
     _refuse_capture(torch, what)
@@ -599,7 +610,7 @@ def gemm_rs(a, b, out=None, impl="cublas", reduce_programs=None, gemm_streams=1)
     return out
 
 
-def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, nstreams):
+def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, nstreams, whole):
     M, K = a.shape
     gather, sig = _buffers(("ag_gemm_cublas", M, K, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * M, K], a.dtype),
@@ -614,15 +625,21 @@ def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, nstreams):
         target = (me - j) % W
         ash.putmem_on_stream(gather[me * M:(me + 1) * M], a, target, stream=comm)
         ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, target, stream=comm)
-    gs = _GemmStreams(torch, nstreams)
-    torch.matmul(a, b, out=o[me * M:(me + 1) * M])
-    for j in range(1, W):
-        src = (me + j) % W
-        st = gs.stream(j)
-        ash.signal_wait_until_on_stream(sig[src * SIG_ELEMS:], "eq", 1, stream=st)
-        with torch.cuda.stream(st):
-            torch.matmul(gather[src * M:(src + 1) * M], b, out=o[src * M:(src + 1) * M])
-    gs.join()
+    if whole:
+        gather[me * M:(me + 1) * M].copy_(a)
+        for j in range(1, W):
+            ash.signal_wait_until_on_stream(sig[((me + j) % W) * SIG_ELEMS:], "eq", 1, stream=main)
+        torch.matmul(gather, b, out=o)
+    else:
+        gs = _GemmStreams(torch, nstreams)
+        torch.matmul(a, b, out=o[me * M:(me + 1) * M])
+        for j in range(1, W):
+            src = (me + j) % W
+            st = gs.stream(j)
+            ash.signal_wait_until_on_stream(sig[src * SIG_ELEMS:], "eq", 1, stream=st)
+            with torch.cuda.stream(st):
+                torch.matmul(gather[src * M:(src + 1) * M], b, out=o[src * M:(src + 1) * M])
+        gs.join()
     main.wait_stream(comm)
     a.record_stream(comm)
     ash.barrier_all_on_stream(main)  # the next call's puts must not overwrite rows still being read
@@ -669,6 +686,25 @@ def _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt, nstreams, copy_engine):
     o = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     col.sum_partials_kernel[(cdiv(n, BLOCK),)](recv, o, W, n, BLOCK=BLOCK, num_warps=4)
     ash.barrier_all_on_stream(main)  # the next call's partials must not land before every sum is done
+    if o is not out:
+        out.copy_(o)
+    return out
+
+
+def _gemm_rs_whole(torch, ash, a, b, out, W, me, dt):
+    M, K = a.shape
+    N = b.shape[1]
+    ml = M // W
+    part = _buffers(("gemm_rs_whole", M, N, dt, W), lambda: (ash.aclshmem_create_tensor([M, N], a.dtype),))[0]
+    main = torch.cuda.current_stream()
+    # the previous call's trailing barrier keeps this GEMM from overwriting rows a peer still reads
+    torch.matmul(a, b, out=part)
+    ash.barrier_all_on_stream(main)  # every PE's product is complete
+    n = ml * N
+    BLOCK = 2048
+    o = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    col.sum_peer_rows_kernel[(cdiv(n, BLOCK),)](part, o, me, W, me * n, n, BLOCK=BLOCK, num_warps=4)
+    ash.barrier_all_on_stream(main)  # every PE has read its block of this PE's product
     if o is not out:
         out.copy_(o)
     return out

@@ -218,8 +218,8 @@ def scenario_ll(seed, me, W):
 
 
 def OVERLAP_FORMS(impls):
-    """(impl, gemm_streams) pairs to check: the cuBLAS forms with one and two GEMM streams."""
-    return [(i, n) for i in impls for n in ((1,) if i == "triton" else (1, 2))]
+    """(impl, gemm_streams) pairs to check: the piecewise cuBLAS forms with one and two GEMM streams."""
+    return [(i, n) for i in impls for n in ((1,) if i in ("triton", "cublas_whole", "auto") else (1, 2))]
 
 
 def scenario_gemm(seed, me, W):
@@ -235,6 +235,8 @@ def scenario_gemm(seed, me, W):
                 for it in range(2):  # the second call checks the signal reset
                     out = poisoned((W * M, N), dt)
                     kw = {"chunk_m": 128 if M > 256 else None} if impl == "triton" else {"gemm_streams": ns}
+                    if impl in ("auto", "cublas_whole"):
+                        kw = {}
                     ops.ag_gemm(a, b, out=out, impl=impl, **kw)
                     torch.cuda.synchronize()
                     e = max(e, rel_err(out, ref))
@@ -251,7 +253,7 @@ def scenario_gemm(seed, me, W):
                 e = 0.0
                 for it in range(2):
                     out = poisoned((ml, N), dt)
-                    ops.gemm_rs(a, b, out=out, impl=impl, **({} if impl == "triton" else {"gemm_streams": ns}))
+                    ops.gemm_rs(a, b, out=out, impl=impl, **({"gemm_streams": ns} if ns > 1 else {}))
                     torch.cuda.synchronize()
                     e = max(e, rel_err(out, full[me * ml:(me + 1) * ml]))
                 check(f"gemm_rs {impl} streams={ns} M={Mr} K={K} N={N} {dt}", e <= GEMM_TOL[dt],

@@ -95,10 +95,11 @@ def test_data_movement_is_vectorised(bitcode, monkeypatch, name):
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
 def test_ll_allreduce_moves_8_byte_packets_without_fences(bitcode, monkeypatch, dtype):
     ptx = _ptx(bitcode, monkeypatch, "allreduce_ll", dtype)
-    # packets go out as 16-byte vectors of two whole 8-byte packets and come in as single 8-byte
-    # volatile loads (a v2.u32 load could pair the payload of one store with the epoch of another)
+    # packets go out and come in as whole 8-byte elements (16-byte vectors of two packets); a load of
+    # 4-byte elements could pair the payload of one store with the epoch of another
     assert re.search(r"st\.global[^;]*\.v2\.b64", ptx)
-    assert "ld.volatile.global.u64" in ptx and "ld.volatile.global.v2" not in ptx
+    vol = re.findall(r"ld\.volatile\.global[.a-z0-9]*", ptx)
+    assert vol and all(v.endswith(("64",)) for v in vol), vol
     # the protocol needs no fence and no flag: the only sys-scope fence is on symm_at's error path
     # (an out-of-range PE), which records the fault before it traps
     assert ptx.count("fence.") <= 1 and "fence.acq_rel.sys" not in ptx and "membar" not in ptx
