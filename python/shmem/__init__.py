@@ -317,29 +317,61 @@ def aclshmem_create_tensor(shape, dtype, device_id=None):
     return t
 
 
+def _peer_args(what, t, pe=None):
+    torch = _torch()
+    if not on_cuda() or torch is None or not isinstance(t, torch.Tensor):
+        raise errors.InvalidParam(f"{what}: needs a torch CUDA tensor on the CUDA backend", INVALID_PARAM)
+    if pe is not None and not 0 <= pe < tdist.n_pes():
+        raise errors.InvalidParam(f"{what}: PE {pe} out of range [0, {tdist.n_pes()})", INVALID_PARAM)
+    check_symmetric(t)
+    span = (sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1) * t.element_size() if t.numel() else 0
+    return torch, t.data_ptr(), span
+
+
+def _peer_addr(what, base, pe):
+    remote = tdist.ptr(base, pe)
+    if not remote:
+        raise errors.InvalidParam(f"{what}: PE {pe}'s heap is not mapped into this PE (no load/store path)",
+                                  INVALID_PARAM)
+    return remote
+
+
+def _raw_view(torch, addr, nbytes, dtype):
+    dev = tdist.cuda_device()
+    with torch.cuda.device(dev):
+        raw = torch.as_tensor(_CudaBytes(addr, max(nbytes, 1)), device=f"cuda:{dev}")
+    return raw.view(dtype)
+
+
 def peer_tensor(t, pe):
     """A view of symmetric tensor ``t`` as it lies on PE ``pe`` (same shape, dtype and strides), through
     this PE's peer mapping: reads and writes go straight to ``pe``'s memory (loads/stores over
     NVLink, or the same GPU under MPS). Any torch op can write into it, e.g.
     ``torch.matmul(x, w, out=peer_tensor(buf, owner))``. Order such writes before a peer reads them
     with a signal (``signal_op_on_stream`` after the op). CUDA backend only."""
-    torch = _torch()
-    if not on_cuda() or torch is None or not isinstance(t, torch.Tensor):
-        raise errors.InvalidParam("peer_tensor: needs a torch CUDA tensor on the CUDA backend", INVALID_PARAM)
     pe = int(pe)
-    if not 0 <= pe < tdist.n_pes():
-        raise errors.InvalidParam(f"peer_tensor: PE {pe} out of range [0, {tdist.n_pes()})", INVALID_PARAM)
-    check_symmetric(t)
-    base = t.data_ptr()
-    span = (sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1) * t.element_size() if t.numel() else 0
-    remote = tdist.ptr(base, pe)
-    if not remote:
-        raise errors.InvalidParam(f"peer_tensor: PE {pe}'s heap is not mapped into this PE (no load/store path)",
-                                  INVALID_PARAM)
-    dev = tdist.cuda_device()
-    with torch.cuda.device(dev):
-        raw = torch.as_tensor(_CudaBytes(remote, max(span, 1)), device=f"cuda:{dev}")
-    return torch.as_strided(raw.view(t.dtype), t.shape, t.stride())  # span is a whole number of elements
+    torch, base, span = _peer_args("peer_tensor", t, pe)
+    raw = _raw_view(torch, _peer_addr("peer_tensor", base, pe), span, t.dtype)
+    return torch.as_strided(raw, t.shape, t.stride())  # span is a whole number of elements
+
+
+def peer_stack(t):
+    """All PEs' copies of symmetric tensor ``t`` as one view of shape ``(n_pes, *t.shape)``: element
+    ``[r]`` is ``t`` on PE r, through the peer mappings (no copy). It exists when the PEs' heaps lie
+    at one stride in this PE's address space, as the CUDA backend maps them, so a batched op reads
+    every PE's data in place, e.g. ``torch.bmm(peer_stack(rows), w.expand(n, -1, -1))``. CUDA backend
+    only; raises InvalidParam when a PE is not mapped or the layout has no single stride."""
+    what = "peer_stack"
+    torch, base, span = _peer_args(what, t)
+    n = tdist.n_pes()
+    addrs = [_peer_addr(what, base, pe) for pe in range(n)]
+    step = addrs[1] - addrs[0] if n > 1 else 0
+    es = t.element_size()
+    if any(addrs[r] != addrs[0] + r * step for r in range(n)) or step < 0 or step % es:
+        raise errors.InvalidParam(f"{what}: the PEs' copies of this tensor do not lie at one stride in this PE's "
+                                  "address space", INVALID_PARAM)
+    raw = _raw_view(torch, addrs[0], (n - 1) * step + span, t.dtype)
+    return torch.as_strided(raw, (n, *t.shape), (step // es, *t.stride()))
 
 
 def data_ptr(t):

@@ -104,7 +104,8 @@ def _buffers(key, make):
 
 
 def _local_buffer(key, make):
-    """A cached buffer that is not on the symmetric heap (torch's allocator frees it)."""
+    """A cached local object, a staging buffer or a view of a symmetric buffer: release() drops it
+    without freeing anything through shmem."""
     if key not in _local:
         _local[key] = make()
     return _local[key]
@@ -612,6 +613,8 @@ def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
 
 def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, nstreams, whole):
     M, K = a.shape
+    if whole and shared_gpu():
+        return _ag_gemm_in_place(torch, ash, a, b, out, W, dt)
     gather, sig = _buffers(("ag_gemm_cublas", M, K, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * M, K], a.dtype),
         ash.aclshmem_create_tensor([W * SIG_ELEMS], torch.int64)))
@@ -686,6 +689,26 @@ def _gemm_rs_cublas(torch, ash, a, b, out, W, me, dt, nstreams, copy_engine):
     o = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     col.sum_partials_kernel[(cdiv(n, BLOCK),)](recv, o, W, n, BLOCK=BLOCK, num_warps=4)
     ash.barrier_all_on_stream(main)  # the next call's partials must not land before every sum is done
+    if o is not out:
+        out.copy_(o)
+    return out
+
+
+def _ag_gemm_in_place(torch, ash, a, b, out, W, dt):
+    """AG+GEMM's whole form when the ranks share a GPU: each rank's rows go into its symmetric buffer
+    (one local copy), and one batched cuBLAS GEMM reads every rank's rows in place through
+    ``shmem.peer_stack`` (no gather copy at all)."""
+    M, K = a.shape
+    N = b.shape[1]
+    key = ("ag_gemm_in_place", M, K, dt, W)
+    rows = _buffers(key, lambda: (ash.aclshmem_create_tensor([M, K], a.dtype),))[0]
+    stack = _local_buffer(key, lambda: ash.peer_stack(rows))  # a view: release() drops it, frees rows
+    main = torch.cuda.current_stream()
+    rows.copy_(a)  # the previous call's trailing barrier: no peer still reads the old rows
+    ash.barrier_all_on_stream(main)  # every rank's rows are in place
+    o = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    torch.bmm(stack, b.expand(W, K, N), out=o.view(W, M, N))
+    ash.barrier_all_on_stream(main)  # every rank has read this rank's rows
     if o is not out:
         out.copy_(o)
     return out

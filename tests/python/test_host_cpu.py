@@ -55,6 +55,8 @@ def test_stream_api_validation_without_a_gpu():
         ash.putmem_on_stream(0, 0, 0, stream=0)
     with pytest.raises(tdist.InvalidParam, match="needs a torch CUDA tensor"):
         ash.peer_tensor(object(), 0)
+    with pytest.raises(tdist.InvalidParam, match="peer_stack: needs a torch CUDA tensor"):
+        ash.peer_stack(object())
     import numpy as np
     with pytest.raises(tdist.InvalidParam, match="src must be contiguous"):
         ash.putmem_on_stream(0, np.zeros((4, 4))[:, ::2], 0, stream=0)
