@@ -230,6 +230,17 @@ def _vs_nccl_seq(row, seq_key, comm_key, t_fused, t_mm, t_seq, t_comm):
     row["ideal_overlap_speedup"] = t_seq / max(t_mm, t_comm)
 
 
+def _baseline(row, before, after, labels):
+    """The matmul baseline, timed before and after the fused forms (under MPS the same GEMM has varied
+    by 10 % between two timings of one run): the faster of the two is the baseline (the stricter
+    ratio), both are recorded, and every form gets its ratio against it."""
+    t = min(before, after)
+    row["matmul_alone_s"], row["matmul_alone_before_after_s"] = t, [before, after]
+    for lb in labels:
+        row[lb]["ratio_vs_matmul"] = row[lb]["s"] / t
+    return t
+
+
 def bench_gemm(me, W, res, reps, shapes):
     dt = torch.bfloat16
     dist = _nccl()
@@ -240,12 +251,12 @@ def bench_gemm(me, W, res, reps, shapes):
         a = rgen(me, tag, (M, K), dt)
         b = rgen(999, tag + "b", (K, N), dt)  # the same b on every rank
         full = torch.randn(W * M, K, device="cuda").to(dt)
-        t_mm = worst(timed(lambda: torch.matmul(full, b), reps))
+        mm = lambda: torch.matmul(full, b)  # noqa: E731
+        t_mm0 = worst(timed(mm, reps, what=f"matmul {W * M}x{K}x{N}"))
         flops = 2.0 * W * M * K * N
         # what the cuBLAS decomposition runs W times: one rank's rows (diagnostic, not a baseline)
         t_part = worst(timed(lambda: torch.matmul(a, b), reps, what=f"matmul {M}x{K}x{N}"))
-        row = {"M_total": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm,
-               "matmul_one_rank_rows_s": t_part}
+        row = {"M_total": W * M, "K": K, "N": N, "ranks": W, "matmul_one_rank_rows_s": t_part}
         ag_forms = forms(ops.AG_GEMM_IMPLS)
         for label, kw in ag_forms:
             t = worst(timed(lambda: ops.ag_gemm(a, b, **kw), reps, what=f"ag_gemm {label} {Mt}x{K}x{N}"))
@@ -253,7 +264,8 @@ def bench_gemm(me, W, res, reps, shapes):
             ref = torch.cat([rgen(r, tag, (M, K), dt) for r in range(W)]).float() @ b.float()
             verify(f"ag_gemm {label} {Mt}x{K}x{N}", lambda: ops.ag_gemm(a, b, out=o, **kw), o, ref, tol=2e-2)
             del ref
-            row[label] = {"s": t, "ratio_vs_matmul": t / t_mm, "TFLOPs_per_rank": flops / t / 1e12}
+            row[label] = {"s": t, "TFLOPs_per_rank": flops / t / 1e12}
+        t_mm = _baseline(row, t_mm0, worst(timed(mm, reps)), [lb for lb, _ in ag_forms])
         t_ag = min(row[lb]["s"] for lb, _ in ag_forms)
         row["fused_s"], row["ratio_vs_matmul"] = t_ag, t_ag / t_mm
         if dist is not None:
@@ -263,8 +275,9 @@ def bench_gemm(me, W, res, reps, shapes):
                          worst(timed(lambda: dist.all_gather_into_tensor(g, a), reps)))
         res["ag_gemm"].append(row)
         a2 = rgen(me, tag + "rs", (W * M, K), dt)
-        t_mm2 = worst(timed(lambda: torch.matmul(a2, b), reps))
-        row = {"M": W * M, "K": K, "N": N, "ranks": W, "matmul_alone_s": t_mm2}
+        mm2 = lambda: torch.matmul(a2, b)  # noqa: E731
+        t_mm20 = worst(timed(mm2, reps))
+        row = {"M": W * M, "K": K, "N": N, "ranks": W}
         rs_forms = forms(ops.GEMM_RS_IMPLS)
         for label, kw in rs_forms:
             t = worst(timed(lambda: ops.gemm_rs(a2, b, **kw), reps, what=f"gemm_rs {label} {Mt}x{K}x{N}"))
@@ -272,7 +285,8 @@ def bench_gemm(me, W, res, reps, shapes):
             ref = sum(rgen(r, tag + "rs", (W * M, K), dt)[me * M:(me + 1) * M].float() @ b.float() for r in range(W))
             verify(f"gemm_rs {label} {Mt}x{K}x{N}", lambda: ops.gemm_rs(a2, b, out=o, **kw), o, ref, tol=2e-2)
             del ref
-            row[label] = {"s": t, "ratio_vs_matmul": t / t_mm2}
+            row[label] = {"s": t}
+        t_mm2 = _baseline(row, t_mm20, worst(timed(mm2, reps)), [lb for lb, _ in rs_forms])
         t_rs = min(row[lb]["s"] for lb, _ in rs_forms)
         row["fused_s"], row["ratio_vs_matmul"] = t_rs, t_rs / t_mm2
         if dist is not None:

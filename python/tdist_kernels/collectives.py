@@ -230,9 +230,9 @@ def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, NW, KIN
     tl.store(epoch_ptr + pid * SIG, e)
 
 
-def ll_block(world):
-    """Payload words per LL program: [WP, BLOCK] packets held at once, 2048 in all."""
-    return 2048 // pow2(world)
+def ll_block(world, num_warps):
+    """Payload words per LL program: [WP, BLOCK] packets held at once, 16 per thread."""
+    return max(1, 512 * num_warps // pow2(world))
 
 
 def ll_buffer_words(world, nw):

@@ -390,6 +390,7 @@ def all_reduce(x, variant="two_shot", out=None):
 
 
 LL_KIND = {"float32": 0, "float16": 1, "bfloat16": 2}
+LL_WARPS = 4  # warps per LL program (benchmarks/gpu_kernels/sweep_ll.py)
 
 
 def _all_reduce_ll(torch, ash, x, xf, out, W, me, dt, nsm):
@@ -398,7 +399,7 @@ def _all_reduce_ll(torch, ash, x, xf, out, W, me, dt, nsm):
     N = xf.numel()
     nbytes = N * xf.element_size()
     nw = cdiv(nbytes, 4)
-    block = col.ll_block(W)
+    block = col.ll_block(W, LL_WARPS)
     grid = max(1, min(allreduce_grid(nsm), cdiv(nw, block)))
     area = _epoch_buffers(torch, ash, ("all_reduce", "one_shot_ll", nw, W, grid), "all_reduce", lambda: (
         ash.aclshmem_create_tensor([col.ll_buffer_words(W, nw) + grid * SIG_ELEMS], torch.int64),))[0]
@@ -411,7 +412,7 @@ def _all_reduce_ll(torch, ash, x, xf, out, W, me, dt, nsm):
         xin, o = xf, flat
     col.allreduce_ll_kernel[(grid,)](xin.view(torch.int32), area, o.view(torch.int32),
                                      area[col.ll_buffer_words(W, nw):], me, W, nw, KIND=LL_KIND[dt],
-                                     BLOCK=block, WP=pow2(W), num_warps=4)
+                                     BLOCK=block, WP=pow2(W), num_warps=LL_WARPS)
     if o is not flat:
         flat.copy_(o[:N])
     return out.view(x.shape)

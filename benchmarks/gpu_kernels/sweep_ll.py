@@ -1,0 +1,58 @@
+"""one_shot_ll all-reduce's program shape against NCCL in the same run: warps per program (the
+payload per program scales with it; fewer warps mean more, smaller programs and a warp-only
+reduction in the wait loop). Every configuration's result is checked against one_shot bit for bit.
+
+    tools/tdist-run -n W -- python3 benchmarks/gpu_kernels/sweep_ll.py [--bytes 4096,65536] [--warps 1,2,4]
+"""
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
+from bench import ash, ops, tdist, torch  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bytes", default="4096,65536,262144")
+    ap.add_argument("--warps", default="1,2,4")
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args()
+    bench.GRAPH["on"] = True
+    bench.INNER[0] = 10
+    me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
+    ash.init_from_env(local_mem_size=1 << 30, backend=tdist.BACKEND_CUDA)
+    got = tdist.ctrl_allgather(int.from_bytes(os.urandom(8), "little").to_bytes(8, "little"))
+    bench.SEED[0] = int.from_bytes(bytes(got[:8]), "little")
+    dist = None
+    if torch.cuda.device_count() >= W > 1:
+        import torch.distributed as dist
+        dist.init_process_group("nccl", rank=me, world_size=W, device_id=torch.device("cuda", me))
+    for nb in [int(v) for v in args.bytes.split(",")]:
+        x = bench.rgen(me, f"ll-{nb}", (nb // 2,), torch.bfloat16)
+        ref = ops.all_reduce(x, variant="one_shot")
+        o = torch.empty_like(x)
+        base = None
+        if dist is not None:
+            y = x.clone()
+            base = bench.worst(bench.timed(lambda: dist.all_reduce(y), args.reps))
+        for wp in [int(v) for v in args.warps.split(",")]:
+            ops.LL_WARPS = wp
+            t = bench.worst(bench.timed(lambda: ops.all_reduce(x, variant="one_shot_ll", out=o), args.reps))
+            bench.verify(f"one_shot_ll {nb} B {wp} warps", lambda: ops.all_reduce(x, variant="one_shot_ll", out=o), o, ref)
+            if me == 0:
+                vs = f"  {t / base:.2f}x NCCL ({base * 1e6:.1f} us)" if base else ""
+                print(f"SWEEP W={W} all_reduce one_shot_ll {nb} B, {wp} warps/program: {t * 1e6:.1f} us{vs}", flush=True)
+        ops.release()
+    if dist is not None:
+        dist.destroy_process_group()
+    ash.aclshmem_finalize()
+    if bench.CHECKS["failed"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
