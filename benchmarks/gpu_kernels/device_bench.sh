@@ -3,7 +3,7 @@
 # all G GPUs, then on 2 GPUs (G > 2), then 2 ranks sharing GPU 0 under MPS. Each step has its own
 # time limit and log under $OUT; a step's failure does not stop the next.
 # Carry .carry/ (bitcode + cp312 wheel) and build-nvidia/runtime/libtdist.so.
-#   usage: OUT=... [STEPS="worker wmps gpus pair mps sweep"] [WORKER_ONLY=a2a,gemm] benchmarks/gpu_kernels/device_bench.sh
+#   usage: OUT=... [STEPS="worker wmps gpus pair mps big sweep"] [WORKER_ONLY=a2a,gemm] benchmarks/gpu_kernels/device_bench.sh
 set -u
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export TDIST_DEVICE_BITCODE=$PWD/.carry/libtdist_device.bc LD_LIBRARY_PATH=$PWD/build-nvidia/runtime:${LD_LIBRARY_PATH:-}
@@ -29,7 +29,7 @@ for s in ${STEPS:-worker gpus pair mps}; do
   case $s in
     worker) TDIST_KERNELS_ONLY=${WORKER_ONLY:-} step "worker-$G" 150 $R -n "$G" --timeout 150 -- \
               python3 tests/gpu_kernels/gpu_worker.py ;;
-    wmps) CUDA_VISIBLE_DEVICES=0 TDIST_KERNELS_ONLY=${WORKER_ONLY:-} step "worker-2-mps" 150 $R -n 2 --timeout 150 -- \
+    wmps) CUDA_VISIBLE_DEVICES=0 TDIST_KERNELS_ONLY=${WMPS_ONLY-${WORKER_ONLY:-}} step "worker-2-mps" 150 $R -n 2 --timeout 150 -- \
               python3 tests/gpu_kernels/gpu_worker.py ;;
     gpus) step "bench-$G-gpus" 200 $R -n "$G" --timeout 200 -- $BENCH $A2A $GEMM $AR --json "$OUT/bench-$G-gpus.json" ;;
     pair) [ "$G" -gt 2 ] && CUDA_VISIBLE_DEVICES=0,1 step "bench-2-gpus" 150 $R -n 2 --timeout 150 -- \
@@ -38,6 +38,8 @@ for s in ${STEPS:-worker gpus pair mps}; do
               $BENCH --a2a-mb 16,64,256 --gemm-shapes 4096x4096x4096,8192x8192x3584 --impls cublas,cublas_ce,cublas_whole \
               --ar-bytes 4096,65536 \
               --json "$OUT/bench-2-mps.json" ;;
+    big) step "bench-$G-gpus-1gib" 120 $R -n "$G" --timeout 120 -- $BENCH --ops a2a --a2a-mb 1024 --heap-gib 12 \
+              --json "$OUT/bench-$G-gpus-1gib.json" ;;
     sweep) step "sweep-$G" 160 $R -n "$G" --timeout 160 -- python3 benchmarks/gpu_kernels/sweep_a2a.py --graph ;;
   esac
 done
