@@ -26,8 +26,12 @@ Protocols, per form:
   rank's end of this round.
 * direct all-to-alls: one launch; epoch flags that only grow (``_common.epoch_begin``/``epoch_end``)
   replace the barriers and the reset.
-* cuBLAS overlap forms: barrier, copy-engine puts and stream signals on a side stream (AG) or
-  matmuls written into the owners' buffers (RS), bounded stream waits, barrier.
+* cuBLAS overlap forms, pieces: barrier, copy-engine puts and stream signals on a side stream (AG),
+  matmuls written into the owners' buffers (RS "cublas") or into staging buffers pushed by the copy
+  engine (RS "cublas_ce"), bounded stream waits, barrier.
+* cuBLAS whole forms (ranks sharing a GPU): the own rows copied into a symmetric buffer, barrier,
+  one batched GEMM over every rank's rows in place (AG); or one GEMM into a symmetric buffer,
+  barrier, every owner pulls and sums its block (RS); barrier.
 * one_shot_ll: one launch; LL packets (payload and epoch in one 8-byte store, epochs kept on the
   device) replace the barriers, the fences and the resets.
 
@@ -36,7 +40,9 @@ Grids of kernels whose programs wait for each other are sized from the SMs this 
 half of the programs that share can hold at once (``_common.resident_grid``), because all of them
 must be resident together; the one-pass all-to-alls use a few programs per SM looping over
 tiles (``reverse_a2a.direct_grid``; none waits on another of its launch), and AG+GEMM's
-persistent Triton grid leaves a few SMs free (``ag_gemm_grid``).
+persistent Triton grid leaves a few SMs free (``ag_gemm_grid``). Tile shapes and programs per SM
+of the one-pass all-to-alls, and the overlap GEMMs' default forms, depend on the placement
+(``shared_gpu``: whether ranks share a GPU), as measured in benchmarks/NOTES.md.
 """
 import os
 
