@@ -1,0 +1,63 @@
+"""Launch shapes that depend on placement and size (no GPU needed): the direct all-to-alls' tiles
+and programs per SM, the LL all-reduce's program shape, and the overlap ops' form choice. The values
+are the ones benchmarks/NOTES.md ("GPU, fourth round") measured; these tests pin the rules."""
+import pytest
+
+from tdist_kernels import _common as c
+from tdist_kernels import collectives as col
+from tdist_kernels import ops
+from tdist_kernels import reverse_a2a as ra
+
+
+def test_pow2():
+    assert [c.pow2(n) for n in (0, 1, 2, 3, 4, 5, 8, 9)] == [1, 1, 2, 4, 4, 8, 8, 16]
+
+
+@pytest.mark.parametrize("D,elem", [(1024, 2), (1024, 4), (96, 2), (7, 2), (4096, 4)])
+def test_direct_tiles_by_placement(D, elem):
+    for shared, cols, limit in ((True, 256, 16384), (False, 512, 32768)):
+        bs, bd = ops.direct_tiles(D, elem, shared)
+        assert bd == min(c.pow2(D), cols) and 1 <= bs <= 64
+        assert bs * bd * elem <= limit or bs == 1
+    assert ops.direct_tiles(1024, 2, False) == (32, 512)  # the 4-GPU sweep's choice
+    assert ops.direct_tiles(1024, 2, True) == (32, 256)
+
+
+def test_direct_grid_by_placement():
+    tiles = c.direct_tile_count(4, 4096, 8, 1024, 32, 256)
+    assert ra.direct_grid(4, 4096, 8, 1024, 32, 256, 132, shared_gpu=True) == min(tiles, 8 * 132)
+    assert ra.direct_grid(4, 4096, 8, 1024, 32, 512, 132, shared_gpu=False) == 2 * 132
+    assert ra.direct_grid(2, 1, 1, 8, 1, 8, 132, shared_gpu=False) == 2  # never more programs than tiles
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 5, 8])
+@pytest.mark.parametrize("warps", [1, 2, 4])
+def test_ll_block_holds_16_packets_per_thread(world, warps):
+    block = col.ll_block(world, warps)
+    assert block * c.pow2(world) == 512 * warps  # [WP, BLOCK] int64 packets = 16 per thread
+    assert block & (block - 1) == 0  # a power of two (tl.arange)
+
+
+def test_ll_warps_by_size(monkeypatch):
+    assert ops._ll_warps(4096) == 1 and ops._ll_warps(64 << 10) == 1
+    assert ops._ll_warps((64 << 10) + 4) == 4 and ops._ll_warps(1 << 20) == 4
+    monkeypatch.setattr(ops, "LL_WARPS", 2)
+    assert ops._ll_warps(4096) == 2 and ops._ll_warps(1 << 20) == 2
+
+
+@pytest.mark.parametrize("shared,ag,rs", [(True, ("cublas_whole", 1), ("cublas_whole", 1)),
+                                          (False, ("cublas", 2), ("cublas_ce", 1))])
+def test_auto_overlap_form_by_placement(monkeypatch, shared, ag, rs):
+    monkeypatch.setattr(ops, "shared_gpu", lambda: shared)
+    assert ops._auto_overlap("ag_gemm") == ag
+    assert ops._auto_overlap("gemm_rs") == rs
+    for impl, _ in (ag, rs):
+        assert impl in ops.AG_GEMM_IMPLS + ops.GEMM_RS_IMPLS
+
+
+def test_gemm_streams_checked():
+    ops._check_gemm_streams("gemm_rs", 1)
+    ops._check_gemm_streams("gemm_rs", 2)
+    for bad in (0, 3, "2", None):
+        with pytest.raises(ops.KernelArgError, match="gemm_rs: gemm_streams must be 1 or 2"):
+            ops._check_gemm_streams("gemm_rs", bad)
