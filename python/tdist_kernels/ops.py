@@ -6,7 +6,7 @@
     sym = ash.aclshmem_create_tensor(c.shape, c.dtype)
     ops.reverse_all_to_all(a, variant="direct", out=sym)   # one pass into the peers' outputs
     x = ops.dispatch_all_to_all(c)                # the inverse
-    y = ops.all_reduce(x, variant="one_shot_ll")  # sum over ranks (small messages: one launch)
+    y = ops.all_reduce(x)                         # sum over ranks ("auto": LL packets up to 1 MiB)
     c = ops.ag_gemm(a, b)                          # all_gather(a) @ b
     c = ops.gemm_rs(a, b)                          # reduce_scatter(a @ b)
 
@@ -352,16 +352,27 @@ def dispatch_all_to_all(x, out=None, variant="staged"):
     return out
 
 
-def all_reduce(x, variant="two_shot", out=None):
+# all_reduce(variant="auto"): LL packets up to this many bytes, two_shot above. On 2 and 4 GPUs the
+# LL form was the fastest variant up to 1 MiB (30.6 us against 54-56 us for the others on 4 GPUs;
+# 13.0 against 34-41 us on 2) and two_shot at 64 MiB (benchmarks/NOTES.md, "GPU, fourth round").
+AUTO_LL_MAX_BYTES = 1 << 20
+
+
+def _auto_allreduce(nbytes):
+    return "one_shot_ll" if nbytes <= AUTO_LL_MAX_BYTES else "two_shot"
+
+
+def all_reduce(x, variant="auto", out=None):
     """Sum of ``x`` over all ranks (any shape; reduced as a flat array). Bitwise equal on every rank.
 
     ``variant``: "one_shot", "two_shot", "ring" (seed 003's protocol: signal reset and two stream
-    barriers around each launch), or "one_shot_ll" (one launch of LL packets: every 4 bytes travel
+    barriers around each launch), "one_shot_ll" (one launch of LL packets: every 4 bytes travel
     with the epoch in one 8-byte store, so there is no barrier, fence or reset; the small-message
-    latency form; its buffer holds 4 x W times the bytes of ``x``)."""
+    latency form; its buffer holds 4 x W times the bytes of ``x``), or "auto" (default): one_shot_ll
+    up to ``AUTO_LL_MAX_BYTES``, two_shot above."""
     torch, ash, tdist = _rt()
     what = "all_reduce"
-    v.check_variant(what, variant, col.ALLREDUCE_VARIANTS)
+    v.check_variant(what, variant, col.ALLREDUCE_VARIANTS + ("auto",))
     if x.dim() == 0:
         raise KernelArgError(f"{what}: x must have at least one dimension")
     dt = v.check_tensor(what, "x", x.shape, x.dtype, x.is_cuda, x.dim())
@@ -375,6 +386,8 @@ def all_reduce(x, variant="two_shot", out=None):
                              f"{out.dtype}")
     BLOCK = 2048
     nsm = sm_budget()
+    if variant == "auto":
+        variant = _auto_allreduce(N * xf.element_size())
     if variant == "one_shot_ll":
         return _all_reduce_ll(torch, ash, x, xf, out, W, me, dt, nsm)
     if variant == "ring":
@@ -518,8 +531,10 @@ def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
     side stream). ``impl="cublas"``: the own rows are multiplied at once (cuBLAS), each peer's rows
     as soon as a stream wait sees their signal, peers in the order their data arrives;
     ``gemm_streams=2`` issues those GEMMs alternately on two streams (``_GemmStreams``).
-    ``impl="cublas_whole"``: the gather completes first, then one cuBLAS GEMM of all ``W * M`` rows.
-    ``impl="auto"`` (default) picks by placement (``_auto_overlap``). ``impl="triton"``: one Triton GEMM whose tiles of other ranks' rows wait for the signals of
+    ``impl="cublas_whole"``: one cuBLAS GEMM over all ``W * M`` rows: with ranks sharing a GPU a
+    batched GEMM that reads every rank's rows in place (``shmem.peer_stack``), otherwise after the
+    gather completes. ``impl="auto"`` (default) picks by placement (``_auto_overlap``).
+    ``impl="triton"``: one Triton GEMM whose tiles of other ranks' rows wait for the signals of
     their chunks (``chunk_m`` rows) -- seed 003's per-tile form; it runs at the Triton GEMM's speed,
     which on Hopper is well below cuBLAS (benchmarks/NOTES.md)."""
     torch, ash, tdist = _rt()
@@ -580,8 +595,8 @@ def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
     storing over NVLink. ``gemm_streams=2``: the cuBLAS forms' GEMMs alternate between two streams.
     ``impl="cublas_whole"``: one cuBLAS GEMM of the whole product into a symmetric buffer, a barrier,
     then one pass pulls this rank's block from every PE and sums it. ``impl="auto"`` (default)
-    picks by placement (``_auto_overlap``). ``impl="triton"``: one Triton GEMM whose epilogue stores each
-    fp32 partial tile into its owner's buffer and signals it, with a small persistent reduce grid
+    picks by placement (``_auto_overlap``). ``impl="triton"``: one Triton GEMM whose epilogue
+    stores each fp32 partial tile into its owner's buffer and signals it, with a small persistent reduce grid
     on a side stream overlapping it (seed 003's per-tile form)."""
     torch, ash, tdist = _rt()
     what = "gemm_rs"

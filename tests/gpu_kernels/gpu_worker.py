@@ -161,10 +161,11 @@ def scenario_allreduce(seed, me, W):
             tag = f"ar-{N}-{dt}"
             x = gen(seed, me, tag, (N,), dt).cuda()
             ref = sum(gen(seed, r, tag, (N,), dt).double() for r in range(W))
-            for variant in ops.ALLREDUCE_VARIANTS:
-                # the low-latency form runs 3 times: epochs 1, 2, 3 (both buffers, then reuse)
+            for variant in ops.ALLREDUCE_VARIANTS + ("auto",):
+                # the low-latency form (also what "auto" picks at these sizes) runs 3 times: epochs 1,
+                # 2, 3 (both buffers, then reuse)
                 e, same = 0.0, True
-                for it in range(3 if variant == "one_shot_ll" else 1):
+                for it in range(3 if variant in ("one_shot_ll", "auto") else 1):
                     out = poisoned((N,), dt)
                     ops.all_reduce(x, variant=variant, out=out)
                     torch.cuda.synchronize()

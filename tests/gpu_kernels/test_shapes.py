@@ -61,3 +61,12 @@ def test_gemm_streams_checked():
     for bad in (0, 3, "2", None):
         with pytest.raises(ops.KernelArgError, match="gemm_rs: gemm_streams must be 1 or 2"):
             ops._check_gemm_streams("gemm_rs", bad)
+
+
+def test_auto_allreduce_by_size(monkeypatch):
+    assert ops._auto_allreduce(4096) == "one_shot_ll"
+    assert ops._auto_allreduce(1 << 20) == "one_shot_ll"
+    assert ops._auto_allreduce((1 << 20) + 2) == "two_shot"
+    assert ops._auto_allreduce(64 << 20) == "two_shot"
+    monkeypatch.setattr(ops, "AUTO_LL_MAX_BYTES", 0)
+    assert ops._auto_allreduce(4) == "two_shot"
