@@ -322,6 +322,25 @@ def bench_ar(me, W, res, reps, sizes):
         ops.release()
 
 
+def start(heap_bytes, graph, inner, nccl=True):
+    """Process setup of this benchmark and of the scripts built on it (sweep_*.py, diag_*.py): timing
+    mode, this rank's GPU, the tdist heap, the run's random seed (rank 0's draw) and, with one GPU
+    per rank, NCCL through torch.distributed. Returns (rank, world size, torch.distributed or None)."""
+    GRAPH["on"] = graph
+    INNER[0] = inner
+    me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
+    ash.init_from_env(local_mem_size=heap_bytes, backend=tdist.BACKEND_CUDA)
+    torch.manual_seed(1234 + me)
+    got = tdist.ctrl_allgather(int.from_bytes(os.urandom(8), "little").to_bytes(8, "little"))
+    SEED[0] = int.from_bytes(bytes(got[:8]), "little")  # rank 0's draw, the same on every rank
+    if not (nccl and torch.cuda.device_count() >= W > 1):
+        return me, W, None
+    import torch.distributed as dist
+    dist.init_process_group("nccl", rank=me, world_size=W, device_id=torch.device("cuda", me))
+    return me, W, dist
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default="")
@@ -343,22 +362,13 @@ def main():
     args = ap.parse_args()
     if args.inner < 1:
         ap.error(f"--inner must be >= 1, got {args.inner}")
-    GRAPH["on"] = args.graph
-    INNER[0] = args.inner
     IMPLS[:] = args.impls.split(",")
     GEMM_STREAMS[:] = [int(x) for x in args.gemm_streams.split(",")]
-    me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
-    ash.init_from_env(local_mem_size=args.heap_gib << 30, backend=tdist.BACKEND_CUDA)
-    torch.manual_seed(1234 + me)
-    got = tdist.ctrl_allgather(int.from_bytes(os.urandom(8), "little").to_bytes(8, "little"))
-    SEED[0] = int.from_bytes(bytes(got[:8]), "little")  # rank 0's draw, the same on every rank
+    me, W, dist = start(args.heap_gib << 30, args.graph, args.inner, nccl=not args.no_nccl)
     res = {"ranks": W, "gpus": torch.cuda.device_count(), "device": torch.cuda.get_device_name(),
            "sm_budget_per_rank": ops.sm_budget(), "mps_pct": os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")}
     wanted = args.ops.split(",")
-    if torch.cuda.device_count() >= W > 1 and not args.no_nccl:
-        import torch.distributed as dist
-        dist.init_process_group("nccl", rank=me, world_size=W, device_id=torch.device("cuda", me))
+    if dist is not None:
         res["nccl"] = True
     if "a2a" in wanted:
         bench_a2a(me, W, res, args.reps, [float(x) for x in args.a2a_mb.split(",")])

@@ -5,13 +5,12 @@ next to the matmul it is measured against.
     CUDA_VISIBLE_DEVICES=0 tools/tdist-run -n 2 -- python3 benchmarks/gpu_kernels/diag_ag_shared.py [--shape 8192x8192x3584]
 """
 import argparse
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
-from bench import ash, ops, tdist, torch  # noqa: E402
+from bench import ash, ops, torch  # noqa: E402
 
 
 def main():
@@ -19,11 +18,7 @@ def main():
     ap.add_argument("--shape", default="8192x8192x3584", help="M_total x K x N")
     ap.add_argument("--reps", type=int, default=10)
     args = ap.parse_args()
-    bench.GRAPH["on"] = True
-    bench.INNER[0] = 10
-    me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
-    ash.init_from_env(local_mem_size=4 << 30, backend=tdist.BACKEND_CUDA)
+    me, W, _ = bench.start(4 << 30, True, 10, nccl=False)
     Mt, K, N = (int(v) for v in args.shape.split("x"))
     M = Mt // W
     dt = torch.bfloat16

@@ -5,13 +5,12 @@ BLOCK_D) and programs per SM, at each size. Used to pick ``ops.direct_tiles`` an
     tools/tdist-run -n W -- python3 benchmarks/gpu_kernels/sweep_a2a.py --graph --inner 10 [--a2a-mb 1,16,64]
 """
 import argparse
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (timed, worst, rgen, verify and the CUDA-graph switch)
-from bench import ash, ops, tdist, torch  # noqa: E402
+from bench import ash, ops, torch  # noqa: E402
 
 from tdist_kernels import reverse_a2a as ra  # noqa: E402
 
@@ -26,17 +25,7 @@ def main():
     ap.add_argument("--inner", type=int, default=10)
     ap.add_argument("--graph", action="store_true")
     args = ap.parse_args()
-    bench.GRAPH["on"] = args.graph
-    bench.INNER[0] = args.inner
-    me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
-    ash.init_from_env(local_mem_size=2 << 30, backend=tdist.BACKEND_CUDA)
-    got = tdist.ctrl_allgather(int.from_bytes(os.urandom(8), "little").to_bytes(8, "little"))
-    bench.SEED[0] = int.from_bytes(bytes(got[:8]), "little")
-    dist = None
-    if torch.cuda.device_count() >= W > 1:
-        import torch.distributed as dist
-        dist.init_process_group("nccl", rank=me, world_size=W, device_id=torch.device("cuda", me))
+    me, W, dist = bench.start(2 << 30, args.graph, args.inner)
     dt, H, D = torch.bfloat16, 8, 1024
     tiles = [tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",")]
     per_sm = [int(v) for v in args.per_sm.split(",")]

@@ -5,13 +5,12 @@ reduction in the wait loop). Every configuration's result is checked against one
     tools/tdist-run -n W -- python3 benchmarks/gpu_kernels/sweep_ll.py [--bytes 4096,65536] [--warps 1,2,4]
 """
 import argparse
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
-from bench import ash, ops, tdist, torch  # noqa: E402
+from bench import ash, ops, torch  # noqa: E402
 
 
 def main():
@@ -20,17 +19,7 @@ def main():
     ap.add_argument("--warps", default="1,2,4")
     ap.add_argument("--reps", type=int, default=10)
     args = ap.parse_args()
-    bench.GRAPH["on"] = True
-    bench.INNER[0] = 10
-    me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", me)) % torch.cuda.device_count())
-    ash.init_from_env(local_mem_size=1 << 30, backend=tdist.BACKEND_CUDA)
-    got = tdist.ctrl_allgather(int.from_bytes(os.urandom(8), "little").to_bytes(8, "little"))
-    bench.SEED[0] = int.from_bytes(bytes(got[:8]), "little")
-    dist = None
-    if torch.cuda.device_count() >= W > 1:
-        import torch.distributed as dist
-        dist.init_process_group("nccl", rank=me, world_size=W, device_id=torch.device("cuda", me))
+    me, W, dist = bench.start(1 << 30, True, 10)
     for nb in [int(v) for v in args.bytes.split(",")]:
         x = bench.rgen(me, f"ll-{nb}", (nb // 2,), torch.bfloat16)
         ref = ops.all_reduce(x, variant="one_shot")

@@ -111,6 +111,34 @@ def scenario_a2a(seed, me, W):
             check(f"reverse(dispatch(x)) == x S={S} {dt}", torch.equal(back.cpu(), x.cpu()))
 
 
+def graph_replays(call, x_g, out, ins, refs, order, me, W, late_s):
+    """Capture ``call()`` (it reads ``x_g`` and writes ``out``) after an eager warm-up on a side
+    stream, then replay it once per k in ``order`` with ``x_g`` refilled from ``ins[k]``, ``out``
+    poisoned with NaN and rank ``(me + k) % W`` arriving ``late_s`` late. True when every replay's
+    output equals ``refs[k]`` exactly."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        call()
+    ok = True
+    for k in order:
+        x_g.copy_(ins[k])
+        out.fill_(float("nan"))
+        torch.cuda.synchronize()
+        if (me + k) % W == 0:
+            time.sleep(late_s)
+        g.replay()
+        torch.cuda.synchronize()
+        ok &= torch.equal(out.to(refs[k].device), refs[k])
+    del g
+    return ok
+
+
 def scenario_a2a_epochs(seed, me, W):
     """The direct all-to-alls' epoch protocol (no barrier, no reset): back-to-back calls with new data
     each time and a different late rank each call (so peers really wait on "entered epoch e"), then
@@ -131,27 +159,9 @@ def scenario_a2a_epochs(seed, me, W):
         ok &= torch.equal(sym.cpu(), refs[k])
     check("reverse_a2a direct: 6 back-to-back calls, a late rank each call", ok)
     a_g = ins[0].clone()
-    g = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        ops.reverse_all_to_all(a_g, variant="direct", out=sym)  # eager warm-up on the capture stream
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    with torch.cuda.graph(g):
-        ops.reverse_all_to_all(a_g, variant="direct", out=sym)
-    ok = True
-    for k in (3, 1, 5):
-        a_g.copy_(ins[k])
-        sym.fill_(float("nan"))
-        torch.cuda.synchronize()
-        if (me + k) % W == 0:
-            time.sleep(0.03)
-        g.replay()
-        torch.cuda.synchronize()
-        ok &= torch.equal(sym.cpu(), refs[k])
+    ok = graph_replays(lambda: ops.reverse_all_to_all(a_g, variant="direct", out=sym), a_g, sym, ins, refs,
+                       (3, 1, 5), me, W, 0.03)
     check("reverse_a2a direct: CUDA-graph replays, new input each replay", ok)
-    del g
     ash.aclshmem_free_tensor(sym)
 
 
@@ -195,27 +205,9 @@ def scenario_ll(seed, me, W):
             ok &= torch.equal(out, refs[k]) and same
         check(f"all_reduce one_shot_ll N={N} {dt}: 6 calls, a late rank each, == one_shot bitwise", ok)
         x_g, o_g = ins[0].clone(), poisoned((N,), dt)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            ops.all_reduce(x_g, variant="one_shot_ll", out=o_g)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            ops.all_reduce(x_g, variant="one_shot_ll", out=o_g)
-        ok = True
-        for k in (4, 2, 5):
-            x_g.copy_(ins[k])
-            o_g.fill_(float("nan"))
-            torch.cuda.synchronize()
-            if (me + k) % W == 0:
-                time.sleep(0.02)
-            g.replay()
-            torch.cuda.synchronize()
-            ok &= torch.equal(o_g, refs[k])
+        ok = graph_replays(lambda: ops.all_reduce(x_g, variant="one_shot_ll", out=o_g), x_g, o_g, ins, refs,
+                           (4, 2, 5), me, W, 0.02)
         check(f"all_reduce one_shot_ll N={N} {dt}: CUDA-graph replays, new input each", ok)
-        del g
 
 
 def OVERLAP_FORMS(impls):
