@@ -56,7 +56,7 @@ from ._common import bar_slots, epoch_slots
 ALLREDUCE_VARIANTS = col.ALLREDUCE_VARIANTS
 
 __all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm", "gemm_rs", "release",
-           "KernelArgError", "sm_budget", "sm_info", "ALLREDUCE_VARIANTS", "AG_GEMM_IMPLS",
+           "KernelArgError", "sm_budget", "sm_info", "shared_gpu", "ALLREDUCE_VARIANTS", "AG_GEMM_IMPLS",
            "GEMM_RS_IMPLS"]
 
 _cache = {}
