@@ -236,7 +236,8 @@ def ll_block(world, num_warps):
 
 
 def ll_buffer_words(world, nw):
-    """int64 words of the LL area: packets ``[2, W, NW]``, then one epoch slot per program."""
+    """int64 words of the LL packets, ``[2, W, NW]`` (two parities, one slot per source PE); the host
+    puts the per-program epoch slots right after them in the same symmetric area."""
     return 2 * world * nw
 
 
