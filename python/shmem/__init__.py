@@ -367,7 +367,7 @@ def peer_stack(t):
     addrs = [_peer_addr(what, base, pe) for pe in range(n)]
     step = addrs[1] - addrs[0] if n > 1 else 0
     es = t.element_size()
-    if any(addrs[r] != addrs[0] + r * step for r in range(n)) or step < 0 or step % es:
+    if any(addrs[r] != addrs[0] + r * step for r in range(n)) or step % es or (n > 1 and step <= 0):
         raise errors.InvalidParam(f"{what}: the PEs' copies of this tensor do not lie at one stride in this PE's "
                                   "address space", INVALID_PARAM)
     raw = _raw_view(torch, addrs[0], (n - 1) * step + span, t.dtype)
