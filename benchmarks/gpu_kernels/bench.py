@@ -55,7 +55,7 @@ def progress(msg):
 GRAPH = {"on": False, "failed": []}
 
 
-def _capture(fn):
+def capture(fn):
     """fn captured into a CUDA graph (after an eager warm-up on a side stream, as torch requires), or
     None when something in it cannot be captured (the reason is recorded in the JSON)."""
     side = torch.cuda.Stream()
@@ -90,7 +90,7 @@ def timed(fn, reps, warmup=2, what=None):
         fn()
     run = fn
     if GRAPH["on"]:
-        g, why = _capture(fn)
+        g, why = capture(fn)
         if g is None:
             GRAPH["failed"].append({"op": what, "why": why})
             progress(f"  not capturable, timed eagerly: {why}")

@@ -10,18 +10,13 @@ matmul-alone time for scale. With --graph the call is a CUDA-graph replay, as be
 times it.
 """
 import argparse
-import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-
-import torch  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (start, capture)
+from bench import ash, ops, torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
-
-import shmem as ash  # noqa: E402
-import tdist  # noqa: E402
-from tdist_kernels import ops  # noqa: E402
 
 
 def timeline(prof, rank, title):
@@ -29,7 +24,6 @@ def timeline(prof, rank, title):
     if not evs:
         print(f"[{title}] no CUDA events recorded", flush=True)
         return
-    marks = sorted(e.time_range.start for e in evs)
     # the last call: events after the last stream-barrier kernel that opens a call are hard to name
     # generically, so take the last third of the events (3 profiled calls)
     evs = sorted(evs, key=lambda e: e.time_range.start)
@@ -45,7 +39,6 @@ def timeline(prof, rank, title):
         prev_end[s] = max(prev_end.get(s, 0.0), e.time_range.end)
         print(f"  +{e.time_range.start - t0:9.1f} us  {e.time_range.elapsed_us():9.1f} us  stream {s}  "
               f"gap {gap:7.1f}  {e.name[:90]}", flush=True)
-    del marks
 
 
 def main():
@@ -57,9 +50,7 @@ def main():
     p.add_argument("--ar-bytes", type=int, default=4096, help="all_reduce: bytes per rank (bf16)")
     p.add_argument("--ar-variant", default="one_shot_ll")
     args = p.parse_args()
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
-    ash.init_from_env(local_mem_size=4 << 30, backend=tdist.BACKEND_CUDA)
+    rank, world, _ = bench.start(4 << 30, args.graph, 1, nccl=False)
     Mt, K, N = (int(x) for x in args.shape.split("x"))
     M = Mt // world
     dt = torch.bfloat16
@@ -77,14 +68,9 @@ def main():
             fn()
         run = fn
         if args.graph:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                fn()
-            torch.cuda.current_stream().wait_stream(side)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
+            g, why = bench.capture(fn)
+            if g is None:
+                raise SystemExit(f"{name}: cannot be captured in a CUDA graph: {why}")
             run = g.replay
             run()
         torch.cuda.synchronize()

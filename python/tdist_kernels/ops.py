@@ -103,18 +103,21 @@ def sm_budget():
     return sm_info()["budget"]
 
 
+def _cached(store, key, make):
+    if key not in store:
+        store[key] = make()
+    return store[key]
+
+
 def _buffers(key, make):
-    if key not in _cache:
-        _cache[key] = make()
-    return _cache[key]
+    """Symmetric buffers made once per key; release() frees them (collective)."""
+    return _cached(_cache, key, make)
 
 
 def _local_buffer(key, make):
     """A cached local object, a staging buffer or a view of a symmetric buffer: release() drops it
     without freeing anything through shmem."""
-    if key not in _local:
-        _local[key] = make()
-    return _local[key]
+    return _cached(_local, key, make)
 
 
 def release():
@@ -130,9 +133,7 @@ def release():
 
 def _peer_views(ash, t, W):
     """``shmem.peer_tensor(t, pe)`` for every PE, made once per cached buffer (not per call)."""
-    if id(t) not in _views:
-        _views[id(t)] = [ash.peer_tensor(t, pe) for pe in range(W)]
-    return _views[id(t)]
+    return _cached(_views, id(t), lambda: [ash.peer_tensor(t, pe) for pe in range(W)])
 
 
 def _protocol(ash, sig, launch):
@@ -552,6 +553,8 @@ def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
     _check_gemm_streams(what, gemm_streams)
     if impl == "auto":
         impl, gemm_streams = _auto_overlap(what)
+    if impl == "cublas_whole" and shared_gpu():
+        return _ag_gemm_in_place(torch, ash, a, b, out, W, dt)
     if impl in ("cublas", "cublas_whole"):
         return _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, gemm_streams, impl == "cublas_whole")
     _refuse_capture(torch, what)
@@ -642,8 +645,6 @@ def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
 
 def _ag_gemm_cublas(torch, ash, a, b, out, W, me, dt, nstreams, whole):
     M, K = a.shape
-    if whole and shared_gpu():
-        return _ag_gemm_in_place(torch, ash, a, b, out, W, dt)
     gather, sig = _buffers(("ag_gemm_cublas", M, K, dt, W), lambda: (
         ash.aclshmem_create_tensor([W * M, K], a.dtype),
         ash.aclshmem_create_tensor([W * SIG_ELEMS], torch.int64)))
