@@ -49,8 +49,7 @@ _COMM_SCOPES = ("gpu", "intra_node", "inter_node")
 _WAIT_DTYPES = {"int32": 32, "int64": 64, "uint64": 64}
 
 
-class DistributedError(ValueError):
-    """A dl.* / libshmem_device call was used with arguments it does not accept."""
+from ._front import DistributedError, Front, SCOPE_CODES, SEMANTIC_CODES, SIG_OP_CODES, COMM_SCOPE_CODES  # noqa: E402,F401
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,11 +65,12 @@ def _backend_name(_semantic):
 
 
 def _require_cuda(what, _semantic):
+    """For the CUDA-only helpers of the PTX lowering (``extra.cuda``): refuse any other target."""
+    if _semantic is None:
+        raise DistributedError(f"{what}: this is the CUDA implementation; it has no lowering for triton-ascend")
     name = _backend_name(_semantic)
     if name != "cuda":
-        raise DistributedError(
-            f"{what}: compile target {name!r} is not supported by the stock-Triton front end (CUDA only); "
-            "Ascend code goes through the MLIR compiler (tdist-opt --convert-distributed-to-hivm)")
+        raise DistributedError(f"{what}: compile target {name!r} is not CUDA; this implementation emits PTX")
 
 
 def ensure_linked(_semantic, lib_name=_bitcode.LIB_NAME, lib_path=None):
@@ -239,31 +239,39 @@ def _wait_timed_out(status, addr, value, seen):
 
 @tlc.builtin
 def wait(barrierPtrs, numBarriers, scope="gpu", semantic="acquire", waitValue=1, timeout_ns=DEFAULT_WAIT_TIMEOUT_NS,
-         _semantic=None, _generator=None):
+         _semantic=None, _builder=None, _generator=None):
     """Wait until each of ``numBarriers`` signal slots equals ``waitValue``; return a token (int32).
 
     ``barrierPtrs`` is a scalar pointer to int32 / int64 / uint64; slot i is at byte offset
     ``i * 64`` (seed 000 section 4.2: one slot per cache line). ``scope``: "gpu" or "sys" (both
     system scope, see the module docstring); ``semantic``: "acquire" or "relaxed". Non-consuming.
     Pass the token to ``consume_token`` to order later loads after the wait.
+
+    ``timeout_ns`` bounds the wait on CUDA. On Ascend and CPU ranks the template library's wait
+    takes no limit argument; there the runtime's wait budget bounds it
+    (``option_attr.wait_timeout_ms`` / ``TDIST_WAIT_TIMEOUT_MS``), and ``timeout_ns`` is only checked.
     """
     what = "dl.wait"
-    _require_cuda(what, _semantic)
+    f = Front(what, _semantic, _builder)
     _choice(scope, _SCOPES, what, "scope")
     semantic = _choice(semantic, _SEMANTICS, what, "semantic")
-    ptr = _tensor(barrierPtrs, _semantic)
+    ptr = f.tensor(barrierPtrs)
     elem, bits = _signal_width(ptr, what)
     _require_scalar(ptr, what, "barrierPtrs")
     n = _unwrap(numBarriers)
     if isinstance(n, int) and n < 1:
         raise DistributedError(f"{what}: numBarriers must be >= 1, got {n}")
-    n = _semantic.cast(_tensor(n, _semantic), tl.int32)
+    n = f.cast(f.tensor(n), tl.int32)
     if n.type.is_block():
         raise DistributedError(f"{what}: numBarriers must be a scalar, got a block of shape {n.type.shape}")
-    value = _semantic.cast(_tensor(waitValue, _semantic), elem)
+    value = f.cast(f.tensor(waitValue), elem)
     timeout_ns = _unwrap(timeout_ns)
     if not isinstance(timeout_ns, int) or timeout_ns < 0:
         raise DistributedError(f"{what}: timeout_ns must be a constant int >= 0 (0 = forever), got {timeout_ns!r}")
+    if f.lowering == "marker":
+        args = [f.ptr_as_i64(ptr, "barrierPtrs"), n, value, f.i32(SCOPE_CODES[_unwrap(scope)]),
+                f.i32(SEMANTIC_CODES[semantic])]
+        return f.marker("wait", args, [tl.int64, tl.int32, elem, tl.int32, tl.int32], tl.int32, suffix=elem.name)
     vc = "r" if bits == 32 else "l"
     asm = wait_asm(bits, semantic, timeout_ns)
     constraints = f"=r,={vc},l,r,{vc}"
@@ -295,22 +303,34 @@ def _opaque_zero(token, dtype, _semantic):
 
 
 @tlc.builtin
-def consume_token(value, token, _semantic=None):
+def consume_token(value, token, _semantic=None, _builder=None):
     """Return ``value`` (a pointer, a block of pointers, or an integer) made dependent on ``token``.
 
     At run time it is the identity. In the IR the result is ``value + z`` where ``z`` is a zero
     produced by a side-effecting inline asm that reads the token, so loads through the result cannot
     be moved above the wait that produced the token; ``z`` is known to be a constant multiple of 16,
     so the result keeps the contiguity and alignment of ``value`` (vectorised loads stay vectorised).
+    On Ascend and CPU ranks it is ``distributed.consume_token`` (scalar values only).
     """
     what = "dl.consume_token"
-    _require_cuda(what, _semantic)
-    x = _tensor(value, _semantic)
-    tok = _tensor(token, _semantic)
+    f = Front(what, _semantic, _builder)
+    x = f.tensor(value)
+    tok = f.tensor(token)
     if not tok.type.scalar.is_int():
         raise DistributedError(f"{what}: token must be the integer returned by dl.wait, got {tok.type}")
-    tok = _semantic.cast(tok, tl.int32)
+    tok = f.cast(tok, tl.int32)
     sca = x.type.scalar
+    if f.lowering == "marker":
+        f.scalar(x, "value")
+        f.scalar(tok, "token")
+        if sca.is_ptr():
+            out = f.marker("consume_token", [f.cast(x, tl.int64), tok], [tl.int64, tl.int32], tl.int64, suffix="ptr")
+            return f.cast(out, x.type)
+        if sca.is_int() and sca.primitive_bitwidth in (32, 64):
+            ity = tl.int32 if sca.primitive_bitwidth == 32 else tl.int64
+            out = f.marker("consume_token", [f.cast(x, ity), tok], [ity, tl.int32], ity, suffix=ity.name)
+            return f.cast(out, sca)
+        raise DistributedError(f"{what}: value must be a pointer or a 32/64-bit integer, got {x.type}")
     if sca.is_ptr():
         return _semantic.add(x, _opaque_zero(tok, tl.int64, _semantic), True)
     if sca.is_int() and sca.primitive_bitwidth in (32, 64):
@@ -318,23 +338,29 @@ def consume_token(value, token, _semantic=None):
     raise DistributedError(f"{what}: value must be a pointer or a 32/64-bit integer, got {x.type}")
 
 
-@tlc.builtin
-def rank(axis=-1, _semantic=None):
-    """This PE's id in the world team (``tdist_my_pe``)."""
+def _world_axis(axis, what):
     axis = _unwrap(axis)
     if axis not in (-1, 0):
-        raise DistributedError(f"dl.rank: axis={axis!r} not supported (only -1 / 0: the world team)")
-    _require_cuda("dl.rank", _semantic)
+        raise DistributedError(f"{what}: axis={axis!r} not supported (only -1 / 0: the world team)")
+
+
+@tlc.builtin
+def rank(axis=-1, _semantic=None, _builder=None):
+    """This PE's id in the world team (``tdist_my_pe``; ``distributed.get_rank``)."""
+    _world_axis(axis, "dl.rank")
+    f = Front("dl.rank", _semantic, _builder)
+    if f.lowering == "marker":
+        return f.marker("get_rank", [], [], tl.int32)
     return _extern("tdist_my_pe", [], [], tl.int32, _semantic)
 
 
 @tlc.builtin
-def num_ranks(axis=-1, _semantic=None):
-    """Number of PEs in the world team (``tdist_n_pes``)."""
-    axis = _unwrap(axis)
-    if axis not in (-1, 0):
-        raise DistributedError(f"dl.num_ranks: axis={axis!r} not supported (only -1 / 0: the world team)")
-    _require_cuda("dl.num_ranks", _semantic)
+def num_ranks(axis=-1, _semantic=None, _builder=None):
+    """Number of PEs in the world team (``tdist_n_pes``; ``distributed.get_num_ranks``)."""
+    _world_axis(axis, "dl.num_ranks")
+    f = Front("dl.num_ranks", _semantic, _builder)
+    if f.lowering == "marker":
+        return f.marker("get_num_ranks", [], [], tl.int32)
     return _extern("tdist_n_pes", [], [], tl.int32, _semantic)
 
 
@@ -344,7 +370,7 @@ def _symm_at_i64(ptr, rank_, _semantic):
 
 
 @tlc.builtin
-def symm_at(ptr, rank, _semantic=None):
+def symm_at(ptr, rank, _semantic=None, _builder=None):
     """The address of symmetric ``ptr`` (scalar or block of pointers) on PE ``rank``.
 
     ``p2p_heap_base[rank] + (ptr - heap_base)`` (seed 000 section 5.3). A pointer outside the
@@ -357,10 +383,14 @@ def symm_at(ptr, rank, _semantic=None):
     A block of pointers is translated element by element.
     """
     what = "dl.symm_at"
-    _require_cuda(what, _semantic)
-    p = _tensor(ptr, _semantic)
+    f = Front(what, _semantic, _builder)
+    p = f.tensor(ptr)
     if not p.type.scalar.is_ptr():
         raise DistributedError(f"{what}: expected a pointer, got {p.type}")
+    if f.lowering == "marker":
+        r = f.scalar(f.cast(f.tensor(rank), tl.int32), "rank")
+        out = f.marker("symm_at", [f.ptr_as_i64(p, "ptr"), r], [tl.int64, tl.int32], tl.int64)
+        return f.cast(out, p.type)
     out = _symm_at_i64(p, rank, _semantic)
     if p.type.is_block():
         return _semantic.cast(out, p.type)
@@ -389,7 +419,7 @@ def check_notify_dtype(dtype_name: str, sig_op: str, platform: str) -> None:
 
 
 @tlc.builtin
-def notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node", _semantic=None):
+def notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node", _semantic=None, _builder=None):
     """Update the signal slot ``ptr`` (a symmetric scalar pointer) on PE ``rank``, with release.
 
     ``sig_op``: "set" (store ``signal``) or "add" (atomic add). Executes once per program; all the
@@ -398,19 +428,25 @@ def notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node", _semantic
     tdist job is reached through its peer mapping.
     """
     what = "dl.notify"
-    _require_cuda(what, _semantic)
+    f = Front(what, _semantic, _builder)
     sig_op = _choice(sig_op, tuple(_SIG_OPS), what, "sig_op")
-    _choice(comm_scope, _COMM_SCOPES, what, "comm_scope")
-    p = _tensor(ptr, _semantic)
+    comm_scope = _choice(comm_scope, _COMM_SCOPES, what, "comm_scope")
+    p = f.tensor(ptr)
     if not p.type.scalar.is_ptr():
         raise DistributedError(f"{what}: expected a pointer to a signal slot, got {p.type}")
     elem = p.type.scalar.element_ty
-    check_notify_dtype(elem.name, sig_op, _backend_name(_semantic))
+    check_notify_dtype(elem.name, sig_op, f.platform)
     _require_scalar(p, what, "ptr")
     bits = elem.primitive_bitwidth
-    value = _semantic.cast(_tensor(signal, _semantic), elem)
+    value = f.cast(f.tensor(signal), elem)
     if value.type.is_block():
         raise DistributedError(f"{what}: signal must be a scalar, got a block of shape {value.type.shape}")
+    if f.lowering == "marker":
+        r = f.scalar(f.cast(f.tensor(rank), tl.int32), "rank")
+        args = [f.ptr_as_i64(p, "ptr"), f.cast(value, tl.int64), r, f.i32(SIG_OP_CODES[sig_op]),
+                f.i32(COMM_SCOPE_CODES[comm_scope])]
+        f.marker("notify", args, [tl.int64, tl.int64, tl.int32, tl.int32, tl.int32], tl.int32, suffix=elem.name)
+        return None
     remote = _symm_at_i64(p, rank, _semantic)
     _inline_asm(notify_asm(bits, _SIG_OPS[sig_op]), "=r,l,l", [remote, _semantic.cast(value, tl.int64)], tl.int32,
                 _semantic)
@@ -418,7 +454,7 @@ def notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node", _semantic
 
 
 @tlc.builtin
-def extern_call(lib_name, lib_path, args, arg_type_symbol_dict, is_pure, _semantic=None):
+def extern_call(lib_name, lib_path, args, arg_type_symbol_dict, is_pure, _semantic=None, _builder=None):
     """Call a device function from a bitcode library (Triton-distributed's ``dl.extern_call``).
 
     Same arguments as ``tl.extern_elementwise``; the library at ``lib_path`` is added to the
@@ -426,6 +462,11 @@ def extern_call(lib_name, lib_path, args, arg_type_symbol_dict, is_pure, _semant
     """
     lib_name = _unwrap(lib_name)
     lib_path = _unwrap(lib_path)
+    f = Front("dl.extern_call", _semantic, _builder)
+    if f.lowering == "marker":
+        # distributed.extern_call after the raise; the library is the platform's (linked later).
+        return tlc.extern_elementwise(lib_name, lib_path, list(args), _unwrap(arg_type_symbol_dict),
+                                      is_pure=_unwrap(is_pure), **f.kw)
     if lib_path:
         ensure_linked(_semantic, lib_name, lib_path)
     else:

@@ -50,14 +50,16 @@ class ModuleProxy:
         return self
 
 
-def call_impl(impl, name, args, kwargs, _semantic, _generator):
+def call_impl(impl, name, args, kwargs, _semantic, _generator, _builder=None):
+    """Call ``impl`` from the code generator of either front end (``_semantic``: Triton 3.6,
+    ``_builder``: triton-ascend's Triton 3.2)."""
     if isinstance(impl, JITFunction):
         if _generator is None:
             raise RuntimeError(f"{name}: the backend implementation is a @triton.jit function; call it from a kernel")
         return _generator.call_JitFunction(impl, list(args), dict(kwargs))
     if tlc.is_builtin(impl):
         params = inspect.signature(impl).parameters
-        extra = {"_semantic": _semantic}
+        extra = {"_semantic": _semantic} if _builder is None else {"_builder": _builder}
         if "_generator" in params:
             extra["_generator"] = _generator
         return impl(*args, **kwargs, **extra)
@@ -71,14 +73,16 @@ def dispatch(proxy):
         name = stub.__name__
 
         @functools.wraps(stub)
-        def wrapper(*args, _semantic=None, _generator=None, **kwargs):
+        def wrapper(*args, _semantic=None, _generator=None, _builder=None, **kwargs):
             impl = getattr(proxy, name)
-            return call_impl(impl, name, args, kwargs, _semantic, _generator)
+            return call_impl(impl, name, args, kwargs, _semantic, _generator, _builder)
 
-        # inspect.signature must show _semantic/_generator so the code generator passes them.
+        # inspect.signature must show _semantic/_builder/_generator so the code generator passes them.
         wrapper.__signature__ = inspect.signature(stub).replace(parameters=[
-            *[p for p in inspect.signature(stub).parameters.values() if p.name not in ("_semantic", "_generator")],
+            *[p for p in inspect.signature(stub).parameters.values()
+              if p.name not in ("_semantic", "_generator", "_builder")],
             inspect.Parameter("_semantic", inspect.Parameter.KEYWORD_ONLY, default=None),
+            inspect.Parameter("_builder", inspect.Parameter.KEYWORD_ONLY, default=None),
             inspect.Parameter("_generator", inspect.Parameter.KEYWORD_ONLY, default=None),
         ])
         return tlc.builtin(wrapper)

@@ -1,6 +1,9 @@
-"""Portable subset of the Triton-Ascend language extensions (seed 004, 3.1.1 and 3.2.3), usable in
-CUDA kernels on stock Triton. Ascend code imports them from ``triton.language.extra.cann.extension``;
-here they live at ``triton_dist.language.extra.cann.extension``.
+"""Portable subset of the Triton-Ascend language extensions (seed 004, 3.1.1 and 3.2.3): one kernel
+source for CUDA kernels on stock Triton and for triton-ascend. Ascend code imports them from
+``triton.language.extra.cann.extension``; here they live at ``triton_dist.language.extra.cann.extension``.
+Under triton-ascend (Ascend, and CPU ranks, which run the Ascend lowering) each call is triton-ascend's
+own ``tl.<name>``; ``sub_vec_id()``/``sub_vec_num()`` are 0/1 there too (tdist launches one program per
+vector core, as seed 002's MTE kernel does).
 
 Mapping on a GPU:
 
@@ -28,6 +31,13 @@ import triton.language as tl
 from triton.language import core as tlc
 
 from ...core import DistributedError
+
+
+def _native(name, *args, _builder):
+    """triton-ascend (Triton 3.2 front end): its own op of the same name (``tl.<name>``), which its
+    compiler lowers to HIVM (block events become ``hivm.hir.sync_block_*``; ``flags`` is a GPU-only
+    argument: on Ascend an event is a hardware flag)."""
+    return getattr(tl, name)(*args, _builder=_builder)
 
 
 def _consts(x, what, argname):
@@ -80,8 +90,10 @@ def _check(full, offsets, sizes, strides, what):
 
 
 @tlc.builtin
-def extract_slice(full, offsets, sizes, strides, _semantic=None, _generator=None):
+def extract_slice(full, offsets, sizes, strides, _semantic=None, _generator=None, _builder=None):
     """``full[o0 : o0 + s0*st0 : st0, ...]`` as a tensor of shape ``sizes`` (powers of two)."""
+    if _builder is not None:
+        return _native("extract_slice", full, offsets, sizes, strides, _builder=_builder)
     what = "extract_slice"
     offsets, sizes, strides = (_consts(v, what, n) for v, n in ((offsets, "offsets"), (sizes, "sizes"),
                                                                 (strides, "strides")))
@@ -95,8 +107,10 @@ def extract_slice(full, offsets, sizes, strides, _semantic=None, _generator=None
 
 
 @tlc.builtin
-def insert_slice(full, sub, offsets, sizes, strides, _semantic=None, _generator=None):
+def insert_slice(full, sub, offsets, sizes, strides, _semantic=None, _generator=None, _builder=None):
     """``full`` with the window (offsets, sizes, strides) replaced by ``sub`` (of shape ``sizes``)."""
+    if _builder is not None:
+        return _native("insert_slice", full, sub, offsets, sizes, strides, _builder=_builder)
     what = "insert_slice"
     offsets, sizes, strides = (_consts(v, what, n) for v, n in ((offsets, "offsets"), (sizes, "sizes"),
                                                                 (strides, "strides")))
@@ -128,8 +142,10 @@ def insert_slice(full, sub, offsets, sizes, strides, _semantic=None, _generator=
 
 
 @tlc.builtin
-def get_element(src, offset, _semantic=None, _generator=None):
+def get_element(src, offset, _semantic=None, _generator=None, _builder=None):
     """The scalar ``src[offset]`` (``offset``: one compile-time integer per dimension)."""
+    if _builder is not None:
+        return _native("get_element", src, offset, _builder=_builder)
     what = "get_element"
     offset = _consts(offset, what, "offset")
     src = _semantic.to_tensor(src)
@@ -164,20 +180,22 @@ def _bit_or(a, b):
 
 
 @tlc.builtin
-def sub_vec_id(_semantic=None):
-    """0: a GPU program is one vector core (see the module docstring)."""
+def sub_vec_id(_semantic=None, _builder=None):
+    """0: a program is one vector core, on a GPU and in tdist's Ascend launches (see the module docstring)."""
     return tl.constexpr(0)
 
 
 @tlc.builtin
-def sub_vec_num(_semantic=None):
-    """1: a GPU program is one vector core (see the module docstring)."""
+def sub_vec_num(_semantic=None, _builder=None):
+    """1: a program is one vector core, on a GPU and in tdist's Ascend launches (see the module docstring)."""
     return tl.constexpr(1)
 
 
 @tlc.builtin
-def compile_hint(ptr, hint_name, hint_val=None, _semantic=None):
-    """Accepted and ignored on GPUs (Ascend compiler hints have no GPU meaning)."""
+def compile_hint(ptr, hint_name, hint_val=None, _semantic=None, _builder=None):
+    """Accepted and ignored on GPUs (Ascend compiler hints have no GPU meaning); triton-ascend's own on Ascend."""
+    if _builder is not None:
+        return _native("compile_hint", ptr, hint_name, hint_val, _builder=_builder)
     return None
 
 
@@ -258,14 +276,18 @@ def _all_arrive(slot, last):
 
 
 @tlc.builtin
-def sync_block_set(sender, receiver, event_id, flags=None, _semantic=None, _generator=None):
+def sync_block_set(sender, receiver, event_id, flags=None, _semantic=None, _generator=None, _builder=None):
     """Signal event ``event_id`` (a counting event: each set is consumed by one wait)."""
+    if _builder is not None:
+        return _native("sync_block_set", sender, receiver, event_id, _builder=_builder)
     return _sync(_flag_set, "sync_block_set", event_id, flags, _semantic, _generator)
 
 
 @tlc.builtin
-def sync_block_wait(sender, receiver, event_id, flags=None, _semantic=None, _generator=None):
+def sync_block_wait(sender, receiver, event_id, flags=None, _semantic=None, _generator=None, _builder=None):
     """Wait for (and consume) one set of event ``event_id``."""
+    if _builder is not None:
+        return _native("sync_block_wait", sender, receiver, event_id, _builder=_builder)
     return _sync(_flag_wait, "sync_block_wait", event_id, flags, _semantic, _generator)
 
 
@@ -287,11 +309,13 @@ def _sync(fn, what, event_id, flags, _semantic, _generator):
 
 
 @tlc.builtin
-def sync_block_all(mode, event_id, flags=None, _semantic=None, _generator=None):
+def sync_block_all(mode, event_id, flags=None, _semantic=None, _generator=None, _builder=None):
     """Barrier over every program of the launch (``mode`` accepted for compatibility). Uses the
     event's slot in ``flags`` (arrival count and generation; zeroed before the launch, reusable
     within it). Every program must be co-resident, or the barrier waits for programs that never
     start and traps after ``SYNC_TIMEOUT_NS``."""
+    if _builder is not None:
+        return _native("sync_block_all", mode, event_id, _builder=_builder)
     what = "sync_block_all"
     slot = _slot(what, event_id, flags, _semantic)
     n = _semantic.mul(_semantic.mul(_semantic.num_programs(0), _semantic.num_programs(1), True),
