@@ -7,8 +7,9 @@ of that module when a kernel calling it is compiled. Names not listed here are f
 (module ``__getattr__``), so backend-specific extras stay reachable.
 
 Backends: CUDA -> ``extra.cuda.libshmem_device`` (stock Triton, inline PTX + tdist bitcode);
-Ascend -> ``extra.ascend.libaclshmem_device`` (symbol table; compiled by the MLIR path);
-HIP, MACA, CPU -> not provided (calls fail at compile time naming the platform).
+Ascend and CPU ranks -> ``extra.ascend.libaclshmem_device`` (aclshmem calls under triton-ascend; CPU
+ranks run the Ascend lowering, docs/COMPILE.md); HIP, MACA -> not provided (calls fail at compile
+time naming the platform).
 """
 from ...utils import is_ascend, is_cpu, is_cuda, is_hip, is_maca
 from . import unsupported as _unsupported
@@ -30,8 +31,8 @@ _CANDIDATES = [
     (is_ascend, _ascend),
     (is_hip, lambda: _unsupported.make("hip", "tdist has no HIP backend")),
     (is_maca, lambda: _unsupported.make("maca", "tdist has no MACA backend")),
-    (is_cpu, lambda: _unsupported.make("cpu", "CPU ranks run C++ kernels (tdist_cpu_launch); Triton kernels "
-                                               "need a GPU. Set TDIST_PLATFORM=cuda to compile CUDA kernels here")),
+    # CPU ranks run the Ascend lowering (docs/COMPILE.md section 4): the same aclshmem calls.
+    (is_cpu, _ascend),
 ]
 
 

@@ -1,31 +1,145 @@
-"""libshmem_device names on Ascend (seed 000 section 7.4: the proxy's Ascend entry).
+"""libshmem_device on Ascend (seed 000 section 7.4: the proxy's Ascend entry), under triton-ascend.
 
-Stock Triton has no Ascend target, so these cannot be compiled here; the table says which
-aclshmem template-library symbol each function becomes (docs/CONTRACT.md section 3), and a call
-fails at compile time naming it. Ascend kernels compile through the MLIR path (tdist-opt).
+Seed 7.1's dynamic path: each call becomes ``extern_call`` of an aclshmem template-library symbol
+(``device/Ascend/symbols.def``), emitted as a ``tt.extern_elementwise`` with libname
+``libshmem_device`` and pointers passed as i64 (docs/COMPILE.md section 1). tdist-opt raises it
+into ``distributed.extern_call`` and lowers it with the seed's attributes (TCoreType table 3.4).
+CPU ranks run the same lowering against tdist's CPU template library (device/CPU/aclshmem.cpp).
+
+``remote_ptr`` and ``signal_op`` are the static primitives (``dl.symm_at``, ``dl.notify``), so their
+symbols are typed by the pointer (``aclshmem_ptr_<T>``, ``aclshmemx_signal_op`` / ``aclshmem_<T>_p``).
+Scopes: an Ascend program is one vector core; ``_block`` / ``_warp`` variants are the plain call.
+``signal_wait_until`` supports ``CMP_EQ`` (it is ``dl.wait``); another predicate is refused at
+compile time, naming it, because the template library's wait only compares for equality.
 """
+import triton.language as tl
 from triton.language import core as tlc
 
-SYMBOLS = {
-    "my_pe": "aclshmem_my_pe", "n_pes": "aclshmem_n_pes", "remote_ptr": "aclshmem_ptr",
-    "putmem": "aclshmem_putmem", "getmem": "aclshmem_getmem", "putmem_nbi": "aclshmem_putmem_nbi",
-    "getmem_nbi": "aclshmem_getmem_nbi", "putmem_signal": "aclshmem_putmem_signal",
-    "putmem_signal_nbi": "aclshmem_putmem_signal_nbi", "signal_op": "aclshmemx_signal_op",
-    "signal_wait_until": "aclshmem_signal_wait_until", "barrier_all": "aclshmem_barrier_all",
-    "barrier_all_vec": "aclshmemx_barrier_all_vec", "fence": "aclshmem_fence", "quiet": "aclshmem_quiet",
-}
+from ... import core as dlcore
+from ..._front import Front, SHMEM_LIB, DistributedError
+from .._shmem_constants import (  # noqa: F401  (the public constants of this module)
+    CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE, SIGNAL_SET, SIGNAL_ADD, NVSHMEM_CMP_EQ, NVSHMEM_CMP_NE,
+    NVSHMEM_CMP_GT, NVSHMEM_CMP_GE, NVSHMEM_CMP_LT, NVSHMEM_CMP_LE, NVSHMEM_SIGNAL_SET, NVSHMEM_SIGNAL_ADD,
+    sig_op_name)
+
+PLATFORM = "ascend"
 
 
-def _make(name, symbol):
+def _front(name, _semantic, _builder):
+    f = Front(f"libshmem_device.{name}", _semantic, _builder)
+    if f.lowering != "marker":
+        raise DistributedError(f"libshmem_device.{name}: the Ascend implementation compiles under triton-ascend only "
+                               f"(this kernel is compiled for {f.platform})")
+    return f
+
+
+def _call(f, symbol, args, dtypes, ret=tl.int32, pure=False):
+    for a, n in zip(args, range(len(args))):
+        f.scalar(a, f"argument {n}")
+    return f.extern(SHMEM_LIB, symbol, args, dtypes, ret, pure)
+
+
+def _addr(f, p, name):
+    return f.ptr_as_i64(f.tensor(p), name)
+
+
+@tlc.builtin
+def my_pe(_semantic=None, _builder=None):
+    f = _front("my_pe", _semantic, _builder)
+    return _call(f, "aclshmem_my_pe", [], [], tl.int32, pure=True)
+
+
+@tlc.builtin
+def n_pes(_semantic=None, _builder=None):
+    f = _front("n_pes", _semantic, _builder)
+    return _call(f, "aclshmem_n_pes", [], [], tl.int32, pure=True)
+
+
+@tlc.builtin
+def remote_ptr(ptr, pe, _semantic=None, _builder=None):
+    return dlcore.symm_at(ptr, pe, _semantic=_semantic, _builder=_builder)
+
+
+ptr = remote_ptr
+
+
+def _rma(name, symbol):
 
     @tlc.builtin
-    def fn(*args, _semantic=None, **kwargs):
-        raise NotImplementedError(f"libshmem_device.{name} -> {symbol}: Ascend kernels are compiled by the MLIR "
-                                  "path (tdist-opt --convert-distributed-to-hivm), not by stock Triton")
+    def fn(dst, src, nbytes, pe, _semantic=None, _builder=None):
+        f = _front(name, _semantic, _builder)
+        args = [_addr(f, dst, "dst"), _addr(f, src, "src"), f.cast(f.tensor(nbytes), tl.int64),
+                f.cast(f.tensor(pe), tl.int32)]
+        _call(f, symbol, args, [tl.int64, tl.int64, tl.int64, tl.int32])
+        return None
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{symbol}``: copy ``nbytes`` (program-scope on Ascend: one vector core)."
     return fn
 
 
-for _n, _s in SYMBOLS.items():
-    globals()[_n] = _make(_n, _s)
+def _rma_signal(name, symbol):
+
+    @tlc.builtin
+    def fn(dst, src, nbytes, sig_addr, signal, sig_op, pe, _semantic=None, _builder=None):
+        f = _front(name, _semantic, _builder)
+        op = sig_op_name(sig_op, f"libshmem_device.{name}")
+        sig = f.tensor(sig_addr)
+        dlcore._signal_width(sig, f"libshmem_device.{name}")
+        args = [_addr(f, dst, "dst"), _addr(f, src, "src"), f.cast(f.tensor(nbytes), tl.int64), _addr(f, sig, "sig_addr"),
+                f.cast(f.tensor(signal), tl.int64), f.i32(dlcore.SIG_OP_CODES[op]), f.cast(f.tensor(pe), tl.int32)]
+        _call(f, symbol, args, [tl.int64, tl.int64, tl.int64, tl.int64, tl.int64, tl.int32, tl.int32])
+        return None
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{symbol}``: put, then a release update of the signal on ``pe``."
+    return fn
+
+
+for _base in ("putmem", "getmem"):
+    for _suffix in ("", "_block", "_warp", "_nbi", "_nbi_block", "_nbi_warp"):
+        _sym = f"aclshmem_{_base}" + ("_nbi" if "_nbi" in _suffix else "")
+        globals()[_base + _suffix] = _rma(_base + _suffix, _sym)
+for _suffix in ("", "_block", "_warp", "_nbi", "_nbi_block", "_nbi_warp"):
+    _sym = "aclshmem_putmem_signal" + ("_nbi" if "_nbi" in _suffix else "")
+    globals()["putmem_signal" + _suffix] = _rma_signal("putmem_signal" + _suffix, _sym)
+
+
+@tlc.builtin
+def signal_op(sig_addr, signal, sig_op, pe, _semantic=None, _builder=None):
+    """``dl.notify`` (``aclshmemx_signal_op`` for an i32 slot, ``aclshmem_<T>_p`` for 64-bit SET)."""
+    op = sig_op_name(sig_op, "libshmem_device.signal_op")
+    return dlcore.notify(sig_addr, pe, signal, op, _semantic=_semantic, _builder=_builder)
+
+
+@tlc.builtin
+def signal_wait_until(sig_addr, cmp, cmp_val, _semantic=None, _builder=None):
+    """Wait (acquire) until ``*sig_addr == cmp_val``; returns ``cmp_val`` (the value seen)."""
+    cmp = tlc._unwrap_if_constexpr(cmp)
+    if cmp != CMP_EQ.value:
+        raise DistributedError(f"libshmem_device.signal_wait_until: cmp={cmp!r} is not available on Ascend (the "
+                               "template library's wait compares for equality: use CMP_EQ)")
+    dlcore.wait(sig_addr, 1, "gpu", "acquire", waitValue=cmp_val, _semantic=_semantic, _builder=_builder)
+    f = Front("libshmem_device.signal_wait_until", _semantic, _builder)
+    return f.cast(f.tensor(cmp_val), f.tensor(sig_addr).type.scalar.element_ty)
+
+
+def _void(name, symbol, doc):
+
+    @tlc.builtin
+    def fn(_semantic=None, _builder=None):
+        f = _front(name, _semantic, _builder)
+        _call(f, symbol, [], [])
+        return None
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+barrier_all = _void("barrier_all", "aclshmem_barrier_all",
+                    "Barrier over every program of the launch on every PE (CUBE_AND_VECTOR, seed 3.4).")
+barrier_all_block = barrier_all_warp = barrier_all
+barrier_all_vec = _void("barrier_all_vec", "aclshmemx_barrier_all_vec", "Barrier over the vector cores (VECTOR).")
+fence = _void("fence", "aclshmem_fence", "Order this program's earlier puts before its later ones.")
+quiet = _void("quiet", "aclshmem_quiet", "Complete this program's outstanding puts.")

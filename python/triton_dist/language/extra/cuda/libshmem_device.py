@@ -6,8 +6,7 @@ the program cooperate on the copy, and signals are updated once per program (by 
 ``bar.sync``). The ``_nbi`` variants are the blocking ones (the stores are issued by the program);
 ``quiet`` / ``fence`` order them.
 
-Constants: comparison codes and signal ops use tdist's values (include/tdist/abi.h); the
-``NVSHMEM_*`` names are aliases *by meaning*, so Triton-distributed code that names them works.
+Constants: ``extra/_shmem_constants.py`` (shared with the Ascend module).
 """
 import triton
 import triton.language as tl
@@ -16,17 +15,10 @@ from triton.language import core as tlc
 from .. import _proxy  # noqa: F401  (documentation cross-reference)
 from ... import core as dlcore
 
-CMP_EQ = tl.constexpr(0)
-CMP_NE = tl.constexpr(1)
-CMP_GT = tl.constexpr(2)
-CMP_GE = tl.constexpr(3)
-CMP_LT = tl.constexpr(4)
-CMP_LE = tl.constexpr(5)
-NVSHMEM_CMP_EQ, NVSHMEM_CMP_NE, NVSHMEM_CMP_GT = CMP_EQ, CMP_NE, CMP_GT
-NVSHMEM_CMP_GE, NVSHMEM_CMP_LT, NVSHMEM_CMP_LE = CMP_GE, CMP_LT, CMP_LE
-SIGNAL_SET = tl.constexpr(dlcore.SIGNAL_SET)
-SIGNAL_ADD = tl.constexpr(dlcore.SIGNAL_ADD)
-NVSHMEM_SIGNAL_SET, NVSHMEM_SIGNAL_ADD = SIGNAL_SET, SIGNAL_ADD
+from .._shmem_constants import (  # noqa: F401  (the public constants of this module)
+    CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE, SIGNAL_SET, SIGNAL_ADD, NVSHMEM_CMP_EQ, NVSHMEM_CMP_NE,
+    NVSHMEM_CMP_GT, NVSHMEM_CMP_GE, NVSHMEM_CMP_LT, NVSHMEM_CMP_LE, NVSHMEM_SIGNAL_SET, NVSHMEM_SIGNAL_ADD,
+    sig_op_name)
 
 _PTX_CMP = {0: "eq", 1: "ne", 2: "gt", 3: "ge", 4: "lt", 5: "le"}
 COPY_BLOCK = tl.constexpr(2048)  # elements moved per program per loop iteration
@@ -101,11 +93,7 @@ getmem_block = getmem_warp = getmem_nbi = getmem_nbi_block = getmem_nbi_warp = g
 
 @tlc.builtin
 def _sig_op_name(sig_op, _semantic=None):
-    v = tlc._unwrap_if_constexpr(sig_op)
-    names = {dlcore.SIGNAL_SET: "set", dlcore.SIGNAL_ADD: "add", "set": "set", "add": "add"}
-    if v not in names:
-        raise dlcore.DistributedError(f"libshmem_device: sig_op={v!r} is not SIGNAL_SET (1) / SIGNAL_ADD (2)")
-    return tl.constexpr(names[v])
+    return tl.constexpr(sig_op_name(sig_op, "libshmem_device"))
 
 
 @triton.jit
