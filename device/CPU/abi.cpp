@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,12 +38,23 @@ struct LaunchCtx;
 thread_local LaunchCtx *t_launch = nullptr;
 thread_local int32_t t_program_id = 0;
 
+constexpr int32_t kBlockEvents = 16;  // Ascend's intra-kernel block event ids 0..15
+
 struct LaunchCtx {
   int32_t grid = 1;
   // grid barrier (tdist_barrier_all inside a launch)
   std::atomic<uint32_t> arrived{0};
   std::atomic<uint64_t> generation{0};
-  uint32_t sleepers = 0, futex = 0;  // futex pair for programs asleep in the grid barrier
+  // Block events (tdist_cpu_sync_block_*), fresh for every launch: `sets` counts the releases of
+  // an event, `takes` hands each waiter a ticket (the k-th wait consumes the k-th set); each event
+  // also has its own reusable all-program barrier.
+  struct Event {
+    std::atomic<uint32_t> sets{0}, takes{0};
+    std::atomic<uint32_t> arrived{0};
+    std::atomic<uint64_t> generation{0};
+  } events[kBlockEvents];
+  // futex pair for programs asleep in the grid barrier or on a block event
+  uint32_t sleepers = 0, futex = 0;
 };
 
 // ---- sleeping waits. A waiter that stops spinning announces itself in the sleepers count of the
@@ -72,6 +84,9 @@ inline void wake_pe(int pe) {
 }
 
 std::mutex g_fault_mu;  // serialises writers of the fault record (programs, the watchdog)
+// What the first fault of the launch was about, in words, when the numeric record cannot say it
+// (a bad call's reason, a block event's wait). Guarded by g_fault_mu; cleared with the fault.
+std::string g_fault_note;
 
 // The fault code is read by every waiting program while the watchdog thread may write it.
 inline int32_t fault_code_of(tdist_device_state_t *s) {
@@ -79,11 +94,13 @@ inline int32_t fault_code_of(tdist_device_state_t *s) {
 }
 
 // Records the first fault of the launch (sticky) and, in debug mode, aborts with the diagnostic.
-void record_fault(int code, int pe, uint64_t offset, uint64_t expected, uint64_t seen, int cmp) {
+void record_fault(int code, int pe, uint64_t offset, uint64_t expected, uint64_t seen, int cmp,
+                  const std::string &note = {}) {
   tdist_device_state_t *s = state();
   if (!s) return;
   std::lock_guard<std::mutex> g(g_fault_mu);
   if (fault_code_of(s) == 0) {
+    g_fault_note = note;
     s->fault_pe = pe;
     s->fault_offset = offset;
     s->fault_expected = expected;
@@ -95,9 +112,10 @@ void record_fault(int code, int pe, uint64_t offset, uint64_t expected, uint64_t
   if (s->debug) {
     std::fprintf(stderr,
                  "tdist[pe %d]: device fault %s: PE %d heap offset %llu expected %llu (cmp %d) "
-                 "seen %llu\n",
+                 "seen %llu%s%s\n",
                  s->my_pe, tdist_status_name(code), pe, (unsigned long long)offset,
-                 (unsigned long long)expected, cmp, (unsigned long long)seen);
+                 (unsigned long long)expected, cmp, (unsigned long long)seen,
+                 note.empty() ? "" : ": ", note.c_str());
     std::abort();
   }
 }
@@ -142,13 +160,14 @@ void locate(const void *addr, int *pe, uint64_t *off) {
 // running: yielding hands it the core at once, where a futex sleep would add a wake-up of tens of
 // microseconds), then sleep on the futex of the PE whose memory holds `addr` (or on
 // `sleepers`/`word` when given, for process-local waits). Returns true when `ready()` held, false
-// on timeout or an earlier fault (sticky).
+// on timeout or an earlier fault (sticky). `note`, when given, says in words what was awaited
+// (process-local waits have no heap offset to name).
 constexpr uint64_t kYieldWindowNs = 200000;
 
 template <class Ready>
 bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp,
                   uint64_t (*seen)(const void *), uint32_t *sleepers = nullptr,
-                  uint32_t *word = nullptr) {
+                  uint32_t *word = nullptr, const std::function<std::string()> &note = {}) {
   for (int i = 0; i < 256; ++i)  // the common, short wait: no clock, no syscalls
     if (ready()) return true;
   tdist_device_state_t *s = state();
@@ -175,7 +194,7 @@ bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp,
       int pe;
       uint64_t off;
       locate(addr, &pe, &off);
-      record_fault(TDIST_ERR_TIMEOUT, pe, off, expected, seen(addr), cmp);
+      record_fault(TDIST_ERR_TIMEOUT, pe, off, expected, seen(addr), cmp, note ? note() : std::string());
       return false;
     }
     if (t < spin_until) continue;
@@ -285,7 +304,7 @@ void bad_call(int pe, const void *addr, const std::string &msg) {
   tdist_device_state_t *s = state();
   if (s && t_launch) {
     uintptr_t a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(s->heap_base);
-    record_fault(TDIST_ERR_INVALID_PARAM, pe, a >= b && a < b + s->heap_size ? a - b : 0, 0, a, -1);
+    record_fault(TDIST_ERR_INVALID_PARAM, pe, a >= b && a < b + s->heap_size ? a - b : 0, 0, a, -1, msg);
   }
   tdist::set_last_error(TDIST_ERR_INVALID_PARAM, msg);
 }
@@ -313,17 +332,17 @@ void *translate(const void *addr, int pe, size_t n = 1) {
   }
   uintptr_t a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(s->heap_base);
   if (pe < 0 || pe >= s->n_pes) {
-    if (t_launch) record_fault(TDIST_ERR_INVALID_PARAM, pe, a >= b ? a - b : 0, 0, 0, -1);
-    tdist::set_last_error(TDIST_ERR_INVALID_PARAM,
-                          tdist::strfmt("tdist_ptr: PE %d out of range [0, %d)", pe, s->n_pes));
+    std::string m = tdist::strfmt("tdist_ptr: PE %d out of range [0, %d)", pe, s->n_pes);
+    if (t_launch) record_fault(TDIST_ERR_INVALID_PARAM, pe, a >= b ? a - b : 0, 0, 0, -1, m);
+    tdist::set_last_error(TDIST_ERR_INVALID_PARAM, m);
     return nullptr;
   }
   if (a < b || a >= b + s->heap_size) {
-    if (t_launch) record_fault(TDIST_ERR_INVALID_PARAM, pe, 0, 0, a, -1);
-    tdist::set_last_error(TDIST_ERR_INVALID_PARAM,
-                          tdist::strfmt("tdist_ptr: %p is not a symmetric address (heap is [%p, %p))",
-                                        addr, s->heap_base, static_cast<void *>(
-                                            static_cast<char *>(s->heap_base) + s->heap_size)));
+    std::string m = tdist::strfmt("tdist_ptr: %p is not a symmetric address (heap is [%p, %p))",
+                                  addr, s->heap_base, static_cast<void *>(
+                                      static_cast<char *>(s->heap_base) + s->heap_size));
+    if (t_launch) record_fault(TDIST_ERR_INVALID_PARAM, pe, 0, 0, a, -1, m);
+    tdist::set_last_error(TDIST_ERR_INVALID_PARAM, m);
     return nullptr;
   }
   if (n > b + s->heap_size - a) {
@@ -414,6 +433,8 @@ ProgramPool &program_pool() {
 
 namespace tdist {
 
+void report_bad_device_call(int pe, const void *addr, const std::string &msg) { bad_call(pe, addr, msg); }
+
 void record_peer_lost(tdist_device_state_t &s, int lost_pe) {
   std::lock_guard<std::mutex> g(g_fault_mu);
   s.fault_pe = lost_pe;
@@ -439,15 +460,20 @@ int take_device_fault(tdist_device_state_t &s, std::string *what) {
                    m.empty() ? "(no message)" : m.c_str());
     return code;
   }
-  *what = code == TDIST_ERR_TIMEOUT
-              ? strfmt("PE %d: wait timed out on PE %d's heap offset %llu: expected %llu (cmp %d), "
-                       "saw %llu",
-                       s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
-                       (unsigned long long)s.fault_expected, s.fault_cmp,
-                       (unsigned long long)s.fault_seen)
-              : strfmt("PE %d: invalid device call (PE %d, heap offset %llu, address 0x%llx)",
-                       s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
-                       (unsigned long long)s.fault_seen);
+  if (code == TDIST_ERR_TIMEOUT && !g_fault_note.empty())  // a process-local wait: no heap slot
+    *what = strfmt("PE %d: %s", s.my_pe, g_fault_note.c_str());
+  else if (code == TDIST_ERR_TIMEOUT)
+    *what = strfmt("PE %d: wait timed out on PE %d's heap offset %llu: expected %llu (cmp %d), "
+                   "saw %llu",
+                   s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
+                   (unsigned long long)s.fault_expected, s.fault_cmp,
+                   (unsigned long long)s.fault_seen);
+  else
+    *what = strfmt("PE %d: invalid device call (PE %d, heap offset %llu, address 0x%llx)%s%s",
+                   s.my_pe, s.fault_pe, (unsigned long long)s.fault_offset,
+                   (unsigned long long)s.fault_seen, g_fault_note.empty() ? "" : ": ",
+                   g_fault_note.c_str());
+  g_fault_note.clear();
   std::atomic_ref<int32_t>(s.fault_code).store(0, std::memory_order_relaxed);
   return code;
 }
@@ -654,6 +680,85 @@ int tdist_cpu_launch(int32_t grid, tdist_cpu_kernel_fn fn, void *args) {
     std::string what;
     if (int code = tdist::take_device_fault(s, &what)) TDIST_THROW(code, "kernel fault: %s", what.c_str());
   });
+}
+
+int tdist_cpu_launch_grid(const int32_t grid[3], tdist_cpu_kernel_fn entry, void **args) {
+  int32_t g = 0;
+  int rc = tdist::c_boundary("tdist_cpu_launch_grid", [&] {
+    TDIST_CHECK(grid, TDIST_ERR_INVALID_PARAM, "grid is NULL");
+    TDIST_CHECK(grid[0] >= 1 && grid[1] >= 1 && grid[2] >= 1, TDIST_ERR_INVALID_PARAM,
+                "grid %d x %d x %d: every dimension must be >= 1", grid[0], grid[1], grid[2]);
+    const int64_t n = int64_t(grid[0]) * grid[1] * grid[2];
+    TDIST_CHECK(n <= TDIST_CPU_MAX_GRID, TDIST_ERR_INVALID_PARAM,
+                "grid %d x %d x %d = %lld programs exceeds TDIST_CPU_MAX_GRID (%d)", grid[0],
+                grid[1], grid[2], (long long)n, TDIST_CPU_MAX_GRID);
+    g = int32_t(n);
+  });
+  if (rc != TDIST_SUCCESS) return rc;
+  tdist_kernel_pack_t pack;
+  pack.args = args;
+  for (int i = 0; i < 3; ++i) pack.grid[i] = grid[i];
+  return tdist_cpu_launch(g, entry, &pack);
+}
+
+// ---- block events among the programs of one launch (Ascend's sync_block_{set,wait,all})
+
+static LaunchCtx::Event *block_event(const char *what, int32_t event_id) {
+  if (!t_launch) {
+    bad_call(tdist_my_pe(), nullptr,
+             tdist::strfmt("%s(event %d) called outside a tdist_cpu_launch kernel", what, event_id));
+    return nullptr;
+  }
+  if (event_id < 0 || event_id >= kBlockEvents) {
+    bad_call(tdist_my_pe(), nullptr,
+             tdist::strfmt("%s: event id %d out of range [0, %d)", what, event_id, kBlockEvents));
+    return nullptr;
+  }
+  return &t_launch->events[event_id];
+}
+
+void tdist_cpu_sync_block_set(int32_t event_id) {
+  LaunchCtx::Event *e = block_event("tdist_cpu_sync_block_set", event_id);
+  if (!e) return;
+  e->sets.fetch_add(1, std::memory_order_release);
+  wake_words(&t_launch->sleepers, &t_launch->futex);
+}
+
+void tdist_cpu_sync_block_wait(int32_t event_id) {
+  LaunchCtx::Event *e = block_event("tdist_cpu_sync_block_wait", event_id);
+  if (!e) return;
+  LaunchCtx *L = t_launch;
+  const uint32_t ticket = e->takes.fetch_add(1, std::memory_order_relaxed);
+  bounded_wait(
+      [&] { return e->sets.load(std::memory_order_acquire) > ticket; }, &e->sets, ticket + 1,
+      TDIST_CMP_GE, &seen_as_u64<uint32_t>, &L->sleepers, &L->futex, [&] {
+        return tdist::strfmt("tdist_cpu_sync_block_wait: block event %d was never set for this "
+                             "wait: program %d of a %d-program launch waited for set #%u of "
+                             "event %d, %u set(s) seen",
+                             event_id, t_program_id, L->grid, ticket + 1, event_id,
+                             e->sets.load(std::memory_order_relaxed));
+      });
+}
+
+void tdist_cpu_sync_block_all(int32_t event_id) {
+  LaunchCtx::Event *e = block_event("tdist_cpu_sync_block_all", event_id);
+  if (!e) return;
+  LaunchCtx *L = t_launch;
+  const uint64_t gen = e->generation.load(std::memory_order_acquire);
+  if (e->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == uint32_t(L->grid)) {
+    e->arrived.store(0, std::memory_order_relaxed);
+    e->generation.store(gen + 1, std::memory_order_release);
+    wake_words(&L->sleepers, &L->futex);
+    return;
+  }
+  bounded_wait(
+      [&] { return e->generation.load(std::memory_order_acquire) != gen; }, &e->generation,
+      gen + 1, TDIST_CMP_NE, &seen_as_u64<uint64_t>, &L->sleepers, &L->futex, [&] {
+        return tdist::strfmt("tdist_cpu_sync_block_all: block event %d barrier timed out: %u of "
+                             "%d programs arrived (program %d waiting)",
+                             event_id, e->arrived.load(std::memory_order_relaxed), L->grid,
+                             t_program_id);
+      });
 }
 
 }  // extern "C"

@@ -1,0 +1,106 @@
+// The aclshmem link-time symbols (docs/COMPILE.md section 3) for CPU ranks: `_mlir_ciface_<symbol>`
+// as called by a triton-ascend kernel lowered to LLVM by MLIR. Every one is a thin conversion onto
+// the device ABI (include/tdist/abi.h, device/CPU/abi.cpp), so waits stay bounded, faults stay
+// sticky, lost peers are noticed and bad addresses get the ABI's own errors.
+#include "aclshmem.h"
+
+#include <string>
+
+#include "core/error.hpp"
+#include "tdist/abi.h"
+
+namespace tdist {
+// device/CPU/abi.cpp: a bad device call (sticky INVALID_PARAM inside a launch, last error always).
+void report_bad_device_call(int pe, const void *addr, const std::string &msg);
+}  // namespace tdist
+
+namespace {
+
+template <class T = void>
+T *addr(int64_t a) {
+  return reinterpret_cast<T *>(static_cast<intptr_t>(a));
+}
+
+int64_t to_i64(const void *p) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(p)); }
+
+// A byte count from the compiled kernel (i64): negative is a bad call, not a huge copy.
+bool size_ok(const char *what, int64_t dst, int64_t nbytes, int32_t pe) {
+  if (nbytes >= 0) return true;
+  tdist::report_bad_device_call(pe, addr(dst),
+                                tdist::strfmt("%s: negative size %lld", what, (long long)nbytes));
+  return false;
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t _mlir_ciface_aclshmem_my_pe(void) { return tdist_my_pe(); }
+int32_t _mlir_ciface_aclshmem_n_pes(void) { return tdist_n_pes(); }
+
+#define TDIST_ASCEND_PTR_TYPE(tname)                                                     \
+  int64_t _mlir_ciface_aclshmem_ptr_##tname(int64_t ptr, int32_t pe) {                   \
+    return to_i64(tdist_ptr(addr(ptr), pe));                                             \
+  }                                                                                      \
+  int64_t _mlir_ciface_aclshmem_consume_token_##tname##_ptr(int64_t value, int32_t token) { \
+    return to_i64(tdistx_consume_token_ptr(addr(value), token));                         \
+  }
+#define TDIST_ASCEND_WAIT_TYPE(tname)                                                         \
+  int32_t _mlir_ciface_aclshmem_wait_##tname(int64_t slots, int32_t n, tname##_t value) {     \
+    tdistx_wait_##tname(addr<tname##_t>(slots), n, value);                                    \
+    return 0;                                                                                 \
+  }
+#define TDIST_ASCEND_P_TYPE(tname)                                                      \
+  void _mlir_ciface_aclshmem_##tname##_p(int64_t dst, int64_t value, int32_t pe) {      \
+    tdistx_notify_##tname(addr<tname##_t>(dst), tname##_t(value), pe, TDIST_SIGNAL_SET); \
+  }
+#include "../Ascend/symbols.def"
+
+void _mlir_ciface_aclshmemx_signal_op(int64_t sig_addr, int64_t signal, int32_t sig_op, int32_t pe) {
+  tdistx_notify_int32(addr<int32_t>(sig_addr), int32_t(signal), pe, sig_op);
+}
+
+int32_t _mlir_ciface_aclshmem_consume_token_int32(int32_t value, int32_t) { return value; }
+int64_t _mlir_ciface_aclshmem_consume_token_int64(int64_t value, int32_t token) {
+  return tdistx_consume_token_int64(value, token);
+}
+int64_t _mlir_ciface_aclshmem_consume_token_ptr(int64_t value, int32_t token) {
+  return to_i64(tdistx_consume_token_ptr(addr(value), token));
+}
+
+void _mlir_ciface_aclshmem_putmem(int64_t dst, int64_t src, int64_t nbytes, int32_t pe) {
+  if (size_ok("aclshmem_putmem", dst, nbytes, pe)) tdist_putmem(addr(dst), addr(src), size_t(nbytes), pe);
+}
+void _mlir_ciface_aclshmem_getmem(int64_t dst, int64_t src, int64_t nbytes, int32_t pe) {
+  if (size_ok("aclshmem_getmem", src, nbytes, pe)) tdist_getmem(addr(dst), addr(src), size_t(nbytes), pe);
+}
+void _mlir_ciface_aclshmem_putmem_nbi(int64_t dst, int64_t src, int64_t nbytes, int32_t pe) {
+  if (size_ok("aclshmem_putmem_nbi", dst, nbytes, pe))
+    tdist_putmem_nbi(addr(dst), addr(src), size_t(nbytes), pe);
+}
+void _mlir_ciface_aclshmem_getmem_nbi(int64_t dst, int64_t src, int64_t nbytes, int32_t pe) {
+  if (size_ok("aclshmem_getmem_nbi", src, nbytes, pe))
+    tdist_getmem_nbi(addr(dst), addr(src), size_t(nbytes), pe);
+}
+
+void _mlir_ciface_aclshmem_putmem_signal(int64_t dst, int64_t src, int64_t nbytes, int64_t sig_addr,
+                                         int64_t signal, int32_t sig_op, int32_t pe) {
+  if (size_ok("aclshmem_putmem_signal", dst, nbytes, pe))
+    tdist_putmem_signal(addr(dst), addr(src), size_t(nbytes), addr<uint64_t>(sig_addr),
+                        uint64_t(signal), sig_op, pe);
+}
+void _mlir_ciface_aclshmem_putmem_signal_nbi(int64_t dst, int64_t src, int64_t nbytes,
+                                             int64_t sig_addr, int64_t signal, int32_t sig_op,
+                                             int32_t pe) {
+  if (size_ok("aclshmem_putmem_signal_nbi", dst, nbytes, pe))
+    tdist_putmem_signal_nbi(addr(dst), addr(src), size_t(nbytes), addr<uint64_t>(sig_addr),
+                            uint64_t(signal), sig_op, pe);
+}
+
+void _mlir_ciface_aclshmem_fence(void) { tdist_fence(); }
+void _mlir_ciface_aclshmem_quiet(void) { tdist_quiet(); }
+void _mlir_ciface_aclshmem_barrier_all(void) { tdist_barrier_all(); }
+// The vector-core form of the barrier: on CPU ranks every program is one core, the same barrier.
+void _mlir_ciface_aclshmemx_barrier_all_vec(void) { tdist_barrier_all(); }
+
+}  // extern "C"
