@@ -4,7 +4,7 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-DEBS=(build-essential cmake ninja-build git pkg-config
+DEBS=(build-essential cmake ninja-build git pkg-config python3-venv
       libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
       libopenmpi-dev openmpi-bin
       clang-19 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools)
@@ -19,4 +19,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 PY=${PYTHON:-python3}
 $PY -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../requirements.txt"
+# triton-ascend is itself a package named `triton`, so it gets its own virtual environment, made
+# from the same Python (tdist's extension loads in both): the Ascend compile path and CPU ranks.
+VENV_ASCEND=${TDIST_ASCEND_VENV:-"$(dirname "$0")/../.venv-ascend"}
+if [ ! -x "$VENV_ASCEND/bin/python" ]; then
+  $PY -m venv "$VENV_ASCEND"
+fi
+"$VENV_ASCEND/bin/python" -m pip install -q --disable-pip-version-check triton-ascend==3.2.0 pybind11 numpy pytest
 echo "[install-deps] done"

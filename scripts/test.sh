@@ -10,3 +10,7 @@ ctest --test-dir "$BUILD" --output-on-failure -j2 --timeout 900
 for suite in tests/python tests/gpu_kernels tests/launcher; do
   python3 -m pytest -q -rs "$suite"
 done
+# The compile path through the real triton-ascend, and dl.* kernels on CPU ranks (docs/COMPILE.md),
+# in triton-ascend's own environment (scripts/install-deps.sh makes it).
+VENV_ASCEND=${TDIST_ASCEND_VENV:-.venv-ascend}
+"$VENV_ASCEND/bin/python" -m pytest -q -rs tests/ascend

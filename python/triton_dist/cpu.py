@@ -143,9 +143,12 @@ def _runtime():
     ``_mlir_ciface_aclshmem_*`` and ``tdistx_program_id`` against it)."""
     global _rt
     if _rt is None:
-        import tdist
-        lib = tdist._C.__file__
-        _rt = ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+        import tdist  # loads tdist._C, which loads libtdist.so (the runtime)
+        # dlopen of a loaded library by its soname returns it; RTLD_GLOBAL makes its symbols visible to
+        # the kernel libraries loaded after it.
+        _rt = ctypes.CDLL("libtdist.so", mode=ctypes.RTLD_GLOBAL)
+        if not tdist.initialized():
+            raise tdist.NotInitialized("triton_dist.cpu.launch: call shmem.aclshmem_init (or init_from_env) first")
         _rt.tdist_cpu_launch_grid.restype = ctypes.c_int
         _rt.tdist_cpu_launch_grid.argtypes = [ctypes.POINTER(ctypes.c_int32), ctypes.c_void_p,
                                               ctypes.POINTER(ctypes.c_void_p)]

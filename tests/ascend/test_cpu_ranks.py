@@ -1,0 +1,24 @@
+"""The same dl.* kernel sources run on CPU ranks: triton-ascend's ttadapter output, lowered with
+MLIR 22 and run over the CPU backend's program pool (docs/COMPILE.md section 4). Every rank checks
+its output exactly (data only moves); the launcher fails the run if any rank fails."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+
+def _run(n, script, *args, timeout=600):
+    env = dict(os.environ, TDIST_PLATFORM="cpu", TDIST_WAIT_TIMEOUT_MS="30000")
+    cmd = [sys.executable, str(REPO / "tools" / "tdist-run"), "-n", str(n), "--", sys.executable, str(script), *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+    return r
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ring_kernel_on_cpu_ranks(n):
+    r = _run(n, REPO / "examples" / "ring_kernel.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("3 epochs, exact") == n, r.stdout
