@@ -7,8 +7,11 @@ expected and the value it saw, and traps; the host sees a launch failure at its 
 """
 import triton
 import triton.language as tl
+from triton.language import core as tlc
 
 import triton_dist.language as dl
+from triton_dist.language._front import Front
+from triton_dist.language.extra import libshmem_device
 
 SIG: tl.constexpr = tl.constexpr(8)  # int64 elements per signal slot (64 bytes)
 SIG_ELEMS = 8
@@ -258,15 +261,23 @@ def direct_a2a_pass(src_ptr, out_ptr, ctl_ptr, rank, world, S, H, D,
 
 @triton.jit
 def fence_sys():
-    tl.inline_asm_elementwise("fence.acq_rel.sys; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    """Order this program's earlier stores (local and remote) before its later ones, system-wide:
+    ``libshmem_device.fence`` (``fence.acq_rel.sys`` on CUDA, ``aclshmem_fence`` on Ascend / CPU ranks)."""
+    libshmem_device.fence()
 
 
-@triton.jit
-def cta_sync():
-    tl.inline_asm_elementwise("bar.sync 0; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+@tlc.builtin
+def cta_sync(_semantic=None, _builder=None):
+    """Join every thread of the program (``bar.sync 0`` on CUDA). On Ascend and CPU ranks a program
+    is one vector core / one thread: nothing to join."""
+    f = Front("cta_sync", _semantic, _builder)
+    if f.lowering == "ptx":
+        tlc.inline_asm_elementwise("bar.sync 0; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1,
+                                   _semantic=_semantic)
+    return None
 
 
-_WAIT_GE_ASM: tl.constexpr = tl.constexpr("""{
+_WAIT_GE_ASM = """{
         .reg .pred %tk_p;
         .reg .u64 %tk_t0, %tk_now;
         .reg .s64 %tk_v;
@@ -282,11 +293,21 @@ _WAIT_GE_ASM: tl.constexpr = tl.constexpr("""{
         trap;
     tk_done:
         mov.u32 $0, 0;
-    }""")
+    }"""
 
 
-@triton.jit
-def wait_ge(ptr, v):
-    """Acquire spin (every thread) until the int64 at ``ptr`` >= ``v``; traps after WAIT_NS."""
-    tl.inline_asm_elementwise(_WAIT_GE_ASM, "=r,l,l", [ptr.to(tl.int64, bitcast=True), tl.cast(v, tl.int64)],
-                              dtype=tl.int32, is_pure=False, pack=1)
+@tlc.builtin
+def wait_ge(ptr, v, _semantic=None, _builder=None, _generator=None):
+    """Acquire wait (every thread) until the int64 at ``ptr`` >= ``v``: a bounded PTX spin on CUDA
+    (traps after WAIT_NS), ``libshmem_device.signal_wait_until(ptr, CMP_GE, v)`` on Ascend and CPU
+    ranks (bounded by the runtime's wait budget)."""
+    f = Front("wait_ge", _semantic, _builder)
+    if f.lowering == "ptx":
+        p = _semantic.to_tensor(ptr)
+        tlc.inline_asm_elementwise(_WAIT_GE_ASM, "=r,l,l", [_semantic.cast(p, tl.int64),
+                                                           _semantic.cast(_semantic.to_tensor(v), tl.int64)],
+                                   dtype=tl.int32, is_pure=False, pack=1, _semantic=_semantic)
+        return None
+    from triton_dist.language.extra.ascend import libaclshmem_device as acl
+    acl.signal_wait_until(ptr, acl.CMP_GE, v, _builder=_builder)
+    return None

@@ -25,8 +25,10 @@ results:
 """
 import triton
 import triton.language as tl
+from triton.language import core as tlc
 
 import triton_dist.language as dl
+from triton_dist.language._front import DistributedError, Front
 
 from ._common import SIG, WAIT_NS, cdiv, pow2, direct_a2a_pass, fence_sys, grid_barrier
 
@@ -145,9 +147,17 @@ def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
 # one round of loads in flight, not one per peer) and reloads until every one carries the epoch.
 
 
-@triton.jit
-def globaltimer():
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+@tlc.builtin
+def globaltimer(_semantic=None, _builder=None):
+    """The GPU's nanosecond clock, the deadline of the LL loop. The LL protocol polls packets with
+    volatile loads, which the Ascend lowering (and so CPU ranks) does not keep as re-reads: there the
+    kernel is refused here, at compile time, instead of spinning on a hoisted load."""
+    f = Front("all_reduce one_shot_ll", _semantic, _builder)
+    if f.lowering != "ptx":
+        raise DistributedError(f"all_reduce one_shot_ll is not available on {f.platform}: its LL packets are polled with "
+                               "volatile loads, which that lowering does not re-read; use one_shot / two_shot / ring")
+    return tlc.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1,
+                                      _semantic=_semantic)
 
 
 @triton.jit

@@ -9,8 +9,7 @@ CPU ranks run the same lowering against tdist's CPU template library (device/CPU
 ``remote_ptr`` and ``signal_op`` are the static primitives (``dl.symm_at``, ``dl.notify``), so their
 symbols are typed by the pointer (``aclshmem_ptr_<T>``, ``aclshmemx_signal_op`` / ``aclshmem_<T>_p``).
 Scopes: an Ascend program is one vector core; ``_block`` / ``_warp`` variants are the plain call.
-``signal_wait_until`` supports ``CMP_EQ`` (it is ``dl.wait``); another predicate is refused at
-compile time, naming it, because the template library's wait only compares for equality.
+``signal_wait_until`` is ``aclshmem_signal_wait_until`` (every predicate, 64-bit signals).
 """
 import triton.language as tl
 from triton.language import core as tlc
@@ -112,16 +111,26 @@ def signal_op(sig_addr, signal, sig_op, pe, _semantic=None, _builder=None):
     return dlcore.notify(sig_addr, pe, signal, op, _semantic=_semantic, _builder=_builder)
 
 
+_CMP_NAMES = {0: "CMP_EQ", 1: "CMP_NE", 2: "CMP_GT", 3: "CMP_GE", 4: "CMP_LT", 5: "CMP_LE"}
+
+
 @tlc.builtin
 def signal_wait_until(sig_addr, cmp, cmp_val, _semantic=None, _builder=None):
-    """Wait (acquire) until ``*sig_addr == cmp_val``; returns ``cmp_val`` (the value seen)."""
+    """``aclshmem_signal_wait_until``: wait (acquire) until ``*sig_addr <cmp> cmp_val`` on this PE (a
+    64-bit signal, compared as the device ABI's ``tdist_signal_wait_until`` does); returns the value
+    seen. Bounded by the runtime's wait budget."""
+    what = "libshmem_device.signal_wait_until"
+    f = _front("signal_wait_until", _semantic, _builder)
     cmp = tlc._unwrap_if_constexpr(cmp)
-    if cmp != CMP_EQ.value:
-        raise DistributedError(f"libshmem_device.signal_wait_until: cmp={cmp!r} is not available on Ascend (the "
-                               "template library's wait compares for equality: use CMP_EQ)")
-    dlcore.wait(sig_addr, 1, "gpu", "acquire", waitValue=cmp_val, _semantic=_semantic, _builder=_builder)
-    f = Front("libshmem_device.signal_wait_until", _semantic, _builder)
-    return f.cast(f.tensor(cmp_val), f.tensor(sig_addr).type.scalar.element_ty)
+    if cmp not in _CMP_NAMES:
+        raise DistributedError(f"{what}: cmp={cmp!r} is not one of CMP_EQ..CMP_LE (0..5)")
+    p = f.tensor(sig_addr)
+    elem, bits = dlcore._signal_width(p, what)
+    if bits != 64:
+        raise DistributedError(f"{what}: the signal must be 64-bit (int64 / uint64), got a pointer to {elem.name}")
+    args = [f.ptr_as_i64(p, "sig_addr"), f.i32(cmp), f.cast(f.tensor(cmp_val), tl.int64)]
+    seen = _call(f, "aclshmem_signal_wait_until", args, [tl.int64, tl.int32, tl.int64], tl.int64)
+    return f.cast(seen, elem)
 
 
 def _void(name, symbol, doc):
