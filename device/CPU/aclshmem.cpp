@@ -60,6 +60,14 @@ void _mlir_ciface_aclshmemx_signal_op(int64_t sig_addr, int64_t signal, int32_t 
   tdistx_notify_int32(addr<int32_t>(sig_addr), int32_t(signal), pe, sig_op);
 }
 
+int64_t _mlir_ciface_aclshmem_signal_wait_until(int64_t sig_addr, int32_t cmp, int64_t value) {
+  // The typed ABI wait compares as int64 (Triton's view of the slot); the value returned is read
+  // after the predicate held (acquire), as tdist_signal_wait_until's is.
+  auto *p = addr<int64_t>(sig_addr);
+  tdist_int64_wait_until(p, cmp, value);
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
 int32_t _mlir_ciface_aclshmem_consume_token_int32(int32_t value, int32_t) { return value; }
 int64_t _mlir_ciface_aclshmem_consume_token_int64(int64_t value, int32_t token) {
   return tdistx_consume_token_int64(value, token);

@@ -38,6 +38,9 @@ TDIST_EXPORT int32_t _mlir_ciface_aclshmem_n_pes(void);
 TDIST_EXPORT void _mlir_ciface_aclshmemx_signal_op(int64_t sig_addr, int64_t signal, int32_t sig_op,
                                                    int32_t pe);
 
+/* Acquire wait until *sig_addr <cmp> value (tdist_cmp_t, int64 compare); returns the value seen. */
+TDIST_EXPORT int64_t _mlir_ciface_aclshmem_signal_wait_until(int64_t sig_addr, int32_t cmp, int64_t value);
+
 /* consume_token on integers and an opaque pointer: identity. */
 TDIST_EXPORT int32_t _mlir_ciface_aclshmem_consume_token_int32(int32_t value, int32_t token);
 TDIST_EXPORT int64_t _mlir_ciface_aclshmem_consume_token_int64(int64_t value, int32_t token);

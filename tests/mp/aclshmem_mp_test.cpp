@@ -234,6 +234,11 @@ void sig64_kernel(void *p) {
   tok |= _mlir_ciface_aclshmem_wait_uint64(I(k->u64), c.n, k->u);
   tok |= _mlir_ciface_aclshmem_wait_uint64(I(k->psig), c.n, target);
   KCHECK(k->errs, tok == 0, "token %d", tok);
+  // signal_wait_until compares as int64: v is negative, so LE v holds only for v itself.
+  int64_t seen = _mlir_ciface_aclshmem_signal_wait_until(I(k->s64 + c.pid * 8), TDIST_CMP_LE, k->v);
+  KCHECK(k->errs, seen == k->v, "signal_wait_until(LE) saw %lld, expected %lld", (long long)seen, (long long)k->v);
+  seen = _mlir_ciface_aclshmem_signal_wait_until(I(k->psig + c.pid * 8), TDIST_CMP_GE, int64_t(target));
+  KCHECK(k->errs, seen == int64_t(target), "signal_wait_until(GE) saw %lld", (long long)seen);
   // After the waits every slot holds exactly what the left PE sent.
   for (int32_t q = 0; q < c.n; ++q) {
     KCHECK(k->errs, k->s64[q * 8] == k->v, "s64 slot %d = %lld", q, (long long)k->s64[q * 8]);
