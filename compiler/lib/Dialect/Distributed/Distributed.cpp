@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/AsmParser/AsmParser.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
@@ -33,8 +34,38 @@ void DistributedDialect::initialize() {
       >();
 }
 
+bool mlir::triton::distributed::isTritonPointerType(Type type) {
+  auto opaque = dyn_cast<OpaqueType>(type);
+  return opaque && opaque.getDialectNamespace() == "tt" &&
+         opaque.getTypeData().starts_with("ptr<") && opaque.getTypeData().ends_with(">");
+}
+
 bool mlir::triton::distributed::isPointerType(Type type) {
-  return isa<LLVM::LLVMPointerType, MemRefType>(type);
+  return isa<LLVM::LLVMPointerType, MemRefType>(type) || isTritonPointerType(type);
+}
+
+Type mlir::triton::distributed::getPointeeType(Type type) {
+  if (auto m = dyn_cast<MemRefType>(type))
+    return m.getElementType();
+  if (!isTritonPointerType(type))
+    return {};
+  // `ptr<T>` or `ptr<T, N>`: T is the text up to the last top-level comma.
+  StringRef body = cast<OpaqueType>(type).getTypeData().drop_front(4).drop_back(1);
+  int depth = 0;
+  size_t split = StringRef::npos;
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c == '<' || c == '(' || c == '[' || c == '{')
+      ++depth;
+    else if (c == '>' || c == ')' || c == ']' || c == '}')
+      --depth;
+    else if (c == ',' && depth == 0)
+      split = i;
+  }
+  StringRef pointee = body.substr(0, split).trim();
+  // A nested Triton type (`ptr<ptr<f32>>`) is written without its `!tt.` prefix.
+  std::string text = pointee.starts_with("ptr<") ? ("!tt." + pointee).str() : pointee.str();
+  return mlir::parseType(text, type.getContext());
 }
 
 bool mlir::triton::distributed::isSignalType(Type type) {
@@ -46,20 +77,22 @@ bool mlir::triton::distributed::isSignalType(Type type) {
   return it.isUnsigned() && it.getWidth() == 64;
 }
 
-/// The element type a memref pointer carries, or null for other pointers.
-static Type memrefElementType(Type ptr) {
-  if (auto m = dyn_cast<MemRefType>(ptr))
-    return m.getElementType();
-  return {};
+/// The pointee a pointer (or a tensor of pointers) carries, or null if the type does not say.
+static Type pointeeOf(Type ptr) {
+  if (auto t = dyn_cast<RankedTensorType>(ptr))
+    ptr = t.getElementType();
+  return getPointeeType(ptr);
 }
 
-/// `elem_type` must agree with a memref's element type (it is redundant there, but harmless).
+/// `elem_type` must agree with the pointee a memref or !tt.ptr carries (it is redundant there,
+/// but harmless).
 static LogicalResult verifyElemType(Operation *op, Type ptr, std::optional<Type> elemType) {
   if (!elemType)
     return success();
-  if (Type me = memrefElementType(ptr); me && me != *elemType)
-    return op->emitOpError() << "elem_type " << *elemType
-                             << " does not match the memref element type " << me;
+  if (Type me = pointeeOf(ptr); me && me != *elemType)
+    return op->emitOpError() << "elem_type " << *elemType << " does not match the "
+                             << (isa<MemRefType>(ptr) ? "memref element" : "!tt.ptr pointee")
+                             << " type " << me;
   return success();
 }
 
@@ -72,7 +105,7 @@ LogicalResult WaitOp::verify() {
   if (!isSignalType(valueType))
     return emitOpError() << "waitValue must be i32, i64 or ui64 (a signal slot type), got "
                          << valueType;
-  if (Type me = memrefElementType(getBarrierPtr().getType()); me && me != valueType)
+  if (Type me = pointeeOf(getBarrierPtr().getType()); me && me != valueType)
     return emitOpError() << "barrierPtr element type " << me
                          << " does not match waitValue type " << valueType;
   if (getSemantic() != MemSemantic::ACQUIRE && getSemantic() != MemSemantic::RELAXED)
@@ -115,7 +148,7 @@ LogicalResult GetNumRanksOp::verify() { return verifyAxis(*this, getAxis()); }
 //===----------------------------------------------------------------------===//
 
 Type SymmAtOp::getPointeeType() {
-  if (Type me = memrefElementType(getSymmAddr().getType()))
+  if (Type me = pointeeOf(getSymmAddr().getType()))
     return me;
   if (auto t = getElemType())
     return *t;
@@ -136,7 +169,7 @@ void SymmAtOp::getEffects(
 //===----------------------------------------------------------------------===//
 
 Type NotifyOp::getSignalType() {
-  if (Type me = memrefElementType(getSigAddr().getType()))
+  if (Type me = pointeeOf(getSigAddr().getType()))
     return me;
   if (auto t = getElemType())
     return *t;

@@ -34,7 +34,7 @@ func.func @wait_acq_rel(%p: !llvm.ptr, %n: i32, %v: i32) {
 // -----
 
 func.func @wait_bad_pointer(%p: i64, %n: i32, %v: i32) {
-  // expected-error @+1 {{'distributed.wait' op operand #0 must be pointer-like (!llvm.ptr, memref, or tensor of !llvm.ptr)}}
+  // expected-error @+1 {{'distributed.wait' op operand #0 must be pointer-like (!llvm.ptr, memref, !tt.ptr, or tensor of !llvm.ptr or !tt.ptr)}}
   %t = "distributed.wait"(%p, %n, %v) {scope = 3 : i32, semantic = 2 : i32} : (i64, i32, i32) -> i32
   return
 }

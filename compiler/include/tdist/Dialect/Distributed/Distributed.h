@@ -13,13 +13,22 @@
 #include "tdist/Dialect/Distributed/DistributedDialect.h.inc"
 #include "tdist/Dialect/Distributed/DistributedEnums.h.inc"
 
+namespace mlir::triton::distributed {
+/// True for Triton's `!tt.ptr<T>` (`!tt.ptr<T, N>`), an opaque type when Triton is not linked.
+bool isTritonPointerType(Type type);
+} // namespace mlir::triton::distributed
+
 #define GET_OP_CLASSES
 #include "tdist/Dialect/Distributed/DistributedOps.h.inc"
 
 namespace mlir::triton::distributed {
 
-/// True for the pointer types the dialect accepts as an address (!llvm.ptr, memref).
+/// True for the pointer types the dialect accepts as an address (!llvm.ptr, memref, !tt.ptr).
 bool isPointerType(Type type);
+
+/// The pointee of a pointer type: a memref's element type, a !tt.ptr's pointee (parsed from the
+/// opaque type's text); null for !llvm.ptr (opaque) and for non-pointers.
+Type getPointeeType(Type type);
 
 /// True if `type` may be a signal slot: i32, i64 or ui64.
 bool isSignalType(Type type);

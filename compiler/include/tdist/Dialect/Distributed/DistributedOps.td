@@ -12,7 +12,9 @@
 //     `elem_type` attribute names it;
 //   - `memref<...xT>`: the form the HIVM (Ascend) lowering sees after Triton-to-Linalg; the
 //     element type is the memref's.
-// A Triton-dialect build reuses the ops by widening `Dist_PtrLike` to include TT_PtrLike.
+//   - `!tt.ptr<T>` and tensors of it (TT_PtrLike, docs/COMPILE.md section 2): tdist-opt does not
+//     link Triton, so in TTIR read in generic form with unregistered `tt` ops it is an opaque
+//     type (dialect `tt`, data `ptr<T>` or `ptr<T, N>`) whose pointee is parsed from the text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,10 +82,15 @@ def Dist_CommScope : I32EnumAttr<"CommScope", "reach of a notify", [
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def Dist_Ptr : AnyTypeOf<[LLVM_AnyPointer, AnyMemRef],
-                         "pointer (!llvm.ptr or memref)">;
-def Dist_PtrLike : AnyTypeOf<[LLVM_AnyPointer, AnyMemRef, RankedTensorOf<[LLVM_AnyPointer]>],
-                             "pointer-like (!llvm.ptr, memref, or tensor of !llvm.ptr)">;
+// Triton's `!tt.ptr<T>`, seen as an opaque type (tdist-opt does not link Triton).
+def Dist_TTPtr : Type<CPred<"::mlir::triton::distributed::isTritonPointerType($_self)">,
+                      "!tt.ptr", "::mlir::OpaqueType">;
+def Dist_Ptr : AnyTypeOf<[LLVM_AnyPointer, AnyMemRef, Dist_TTPtr],
+                         "pointer (!llvm.ptr, memref or !tt.ptr)">;
+def Dist_PtrLike : AnyTypeOf<[LLVM_AnyPointer, AnyMemRef, Dist_TTPtr,
+                              RankedTensorOf<[LLVM_AnyPointer, Dist_TTPtr]>],
+                             "pointer-like (!llvm.ptr, memref, !tt.ptr, or tensor of !llvm.ptr "
+                             "or !tt.ptr)">;
 def Dist_Int : AnyTypeOf<[AnySignlessInteger, AnyUnsignedInteger], "integer">;
 def Dist_IntLike : AnyTypeOf<[Dist_Int, RankedTensorOf<[AnyInteger]>], "integer or integer tensor">;
 
@@ -204,7 +211,8 @@ def Dist_SymmAtOp : Dist_Op<"symm_at", [
   let assemblyFormat = "$symmAddr `,` $rank attr-dict `:` type($symmAddr)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The pointee type: the memref element type or `elem_type`; null if unknown.
+    /// The pointee type: the memref element type, the !tt.ptr pointee, or `elem_type`; null if
+    /// unknown.
     ::mlir::Type getPointeeType();
   }];
 }
@@ -235,7 +243,7 @@ def Dist_NotifyOp : Dist_Op<"notify", [DeclareOpInterfaceMethods<MemoryEffectsOp
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The signal slot type: memref element type, else `elem_type`, else i64.
+    /// The signal slot type: memref element type or !tt.ptr pointee, else `elem_type`, else i64.
     ::mlir::Type getSignalType();
   }];
 }
