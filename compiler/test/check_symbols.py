@@ -11,6 +11,7 @@ FORMS = {
     "TDIST_ASCEND_PTR_TYPE": "aclshmem_ptr_{}",
     "TDIST_ASCEND_WAIT_TYPE": "aclshmem_wait_{}",
     "TDIST_ASCEND_P_TYPE": "aclshmem_{}_p",
+    "TDIST_ASCEND_VOID": "{}",
 }
 
 table = set()

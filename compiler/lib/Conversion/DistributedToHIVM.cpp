@@ -4,7 +4,8 @@
 //   - symbolFor():      table 3.3 (symbol per op and type)
 //   - tcoreTypeFor():   table 3.4 (prefix table, then existDot)
 //   - DistToCustom<Op>: the conversion template (attributes, gm_addr_args_indices, DPS inits,
-//                       erase/replace)
+//                       erase/replace); form=call emits func.call of the same symbol instead
+//                       (docs/COMPILE.md section 3)
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,8 @@
 #include "tdist/Dialect/Distributed/Distributed.h"
 #include "tdist/Dialect/HIVM/HIVM.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -55,6 +58,11 @@ std::string scalarName(Type t) {
 std::string valueName(Type t) {
   if (isa<LLVM::LLVMPointerType>(t))
     return "ptr";
+  if (isTritonPointerType(t)) {
+    Type pointee = getPointeeType(t);
+    std::string elem = pointee ? scalarName(pointee) : "";
+    return elem.empty() ? "" : elem + "_ptr";
+  }
   if (auto m = dyn_cast<MemRefType>(t)) {
     std::string elem = scalarName(m.getElementType());
     if (elem.empty())
@@ -193,10 +201,23 @@ Value sizeSourceFor(Operation *op, RankedTensorType type) {
   return {};
 }
 
+/// The two output forms (docs/COMPILE.md section 3).
+enum class Form { Custom, Call };
+
+bool isTensorTyped(Operation *op) {
+  auto isTensor = [](Type t) { return isa<TensorType>(t); };
+  return llvm::any_of(op->getOperandTypes(), isTensor) ||
+         llvm::any_of(op->getResultTypes(), isTensor);
+}
+
 /// Errors found before rewriting, so that no op is left half-converted.
-LogicalResult checkLowerable(Operation *op) {
+LogicalResult checkLowerable(Operation *op, Form form) {
   if (failed(symbolFor(op)))
     return failure();
+  if (form == Form::Call && isTensorTyped(op))
+    return op->emitOpError() << "on a block (tensor) value cannot be lowered for ascend "
+                                "(triton-ascend 3.2): the link-time form takes scalars; translate "
+                                "a scalar base pointer and add the tile's offsets";
   for (auto [i, type] : llvm::enumerate(op->getResultTypes())) {
     auto rt = dyn_cast<RankedTensorType>(type);
     if (rt && !rt.hasStaticShape() && !sizeSourceFor(op, rt))
@@ -210,12 +231,16 @@ LogicalResult checkLowerable(Operation *op) {
 /// Indices into `inputs` of pointer operands that are entry-block arguments of the enclosing
 /// function (the global-memory kernel arguments). Pointers computed in the body (e.g. by
 /// address arithmetic or symm_at) and tensors of pointers are not included.
+/// The kernel is the nearest enclosing FunctionOpInterface or `tt.func` (unregistered in TTIR
+/// read in generic form); its first region's entry block arguments are the kernel arguments.
 SmallVector<int32_t> gmAddrArgIndices(Operation *op, ValueRange inputs) {
   SmallVector<int32_t> indices;
-  auto func = op->getParentOfType<FunctionOpInterface>();
-  if (!func || func.isExternal())
+  Operation *func = op->getParentOp();
+  while (func && !isa<FunctionOpInterface>(func) && func->getName().getStringRef() != "tt.func")
+    func = func->getParentOp();
+  if (!func || func->getNumRegions() == 0 || func->getRegion(0).empty())
     return indices;
-  Block *entry = &func.getFunctionBody().front();
+  Block *entry = &func->getRegion(0).front();
   for (auto [i, v] : llvm::enumerate(inputs)) {
     auto arg = dyn_cast<BlockArgument>(v);
     if (arg && arg.getOwner() == entry && isPointerType(v.getType()))
@@ -229,14 +254,104 @@ bool hasNoMemoryEffect(Operation *op) {
   return iface && iface.hasNoEffect();
 }
 
+/// The seed's attributes (table 3.4) on the lowered op `target` of `source`; `inputs` are the
+/// lowered op's operands before any i64 cast.
+void setDistributedAttrs(Operation *target, Operation *source, StringRef symbol, bool existDot,
+                         ValueRange inputs, Form form) {
+  MLIRContext *ctx = target->getContext();
+  Builder b(ctx);
+  target->setAttr(hivm::kIsDistributedAttr, b.getUnitAttr());
+  target->setAttr(hivm::kPipeAttr, hivm::PipeAttr::get(ctx, pipeFor(symbol)));
+  target->setAttr(hivm::kTCoreTypeAttr,
+                  hivm::TCoreTypeAttr::get(ctx, tcoreTypeFor(symbol, existDot)));
+  // triton-ascend 3.2's HIVM has no vf_mode attribute: the call form carries a string.
+  if (form == Form::Call)
+    target->setAttr(hivm::kVFModeAttr, b.getStringAttr(hivm::stringifyVFMode(hivm::VFMode::SIMD)));
+  else
+    target->setAttr(hivm::kVFModeAttr, hivm::VFModeAttr::get(ctx, hivm::VFMode::SIMD));
+  target->setAttr(hivm::kSymbolAttr, b.getStringAttr(symbol));
+  if (hasNoMemoryEffect(source))
+    target->setAttr(hivm::kNoSideEffectAttr, b.getUnitAttr());
+  SmallVector<int32_t> gm = gmAddrArgIndices(source, inputs);
+  if (!gm.empty())
+    target->setAttr(hivm::kGmAddrArgsIndicesAttr, b.getDenseI32ArrayAttr(gm));
+}
+
+//===----------------------------------------------------------------------===//
+// The link-time form: pointers as i64
+//===----------------------------------------------------------------------===//
+
+/// The type a value has in a link-time signature: i64 for a !tt.ptr or !llvm.ptr.
+Type callType(Type t) {
+  if (isTritonPointerType(t) || isa<LLVM::LLVMPointerType>(t))
+    return IntegerType::get(t.getContext(), 64);
+  return t;
+}
+
+/// `v` as an i64 address: `tt.ptr_to_int` (generic: `tt` is not registered) or llvm.ptrtoint.
+Value toCallValue(OpBuilder &b, Location loc, Value v) {
+  Type i64 = b.getI64Type();
+  if (isTritonPointerType(v.getType())) {
+    OperationState state(loc, "tt.ptr_to_int");
+    state.addOperands(v);
+    state.addTypes(i64);
+    return b.create(state)->getResult(0);
+  }
+  if (isa<LLVM::LLVMPointerType>(v.getType()))
+    return LLVM::PtrToIntOp::create(b, loc, i64, v);
+  return v;
+}
+
+/// The call result `v` (i64 for a pointer) as a value of `type`.
+Value fromCallValue(OpBuilder &b, Location loc, Value v, Type type) {
+  if (isTritonPointerType(type)) {
+    OperationState state(loc, "tt.int_to_ptr");
+    state.addOperands(v);
+    state.addTypes(type);
+    return b.create(state)->getResult(0);
+  }
+  if (isa<LLVM::LLVMPointerType>(type))
+    return LLVM::IntToPtrOp::create(b, loc, type, v);
+  return v;
+}
+
+/// The module-level `func.func private @symbol` with `llvm.emit_c_interface`, created on first
+/// use; fails (with an error at `op`) if an earlier use or declaration has another signature.
+FailureOr<func::FuncOp> declarationFor(Operation *op, StringRef symbol, FunctionType type) {
+  ModuleOp module = op->getParentOfType<ModuleOp>();
+  while (ModuleOp outer = module->getParentOfType<ModuleOp>())
+    module = outer;
+  Operation *existing = SymbolTable::lookupSymbolIn(module, symbol);
+  if (existing) {
+    auto fn = dyn_cast<func::FuncOp>(existing);
+    if (!fn) {
+      op->emitOpError() << "cannot be lowered for ascend: @" << symbol
+                        << " is already defined by a '" << existing->getName() << "'";
+      return failure();
+    }
+    if (fn.getFunctionType() != type) {
+      op->emitOpError() << "cannot be lowered for ascend: @" << symbol << " is needed as " << type
+                        << " but was declared as " << fn.getFunctionType();
+      return failure();
+    }
+    return fn;
+  }
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), symbol, type);
+  fn.setPrivate();
+  fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+  return fn;
+}
+
 //===----------------------------------------------------------------------===//
 // The conversion template
 //===----------------------------------------------------------------------===//
 
 template <typename SourceOp>
 struct DistToCustom : OpRewritePattern<SourceOp> {
-  DistToCustom(MLIRContext *ctx, bool existDot)
-      : OpRewritePattern<SourceOp>(ctx), existDot(existDot) {}
+  DistToCustom(MLIRContext *ctx, bool existDot, Form form)
+      : OpRewritePattern<SourceOp>(ctx), existDot(existDot), form(form) {}
 
   LogicalResult matchAndRewrite(SourceOp concreteOp, PatternRewriter &rewriter) const override {
     Operation *op = concreteOp.getOperation();
@@ -244,9 +359,10 @@ struct DistToCustom : OpRewritePattern<SourceOp> {
     if (failed(symbol))
       return failure();
     Location loc = op->getLoc();
-    MLIRContext *ctx = op->getContext();
 
     SmallVector<Value> inputs = customInputs(op, rewriter);
+    if (form == Form::Call)
+      return rewriteAsCall(op, *symbol, inputs, rewriter);
 
     // DPS: every ranked-tensor result gets a tensor.empty init in `outs`.
     SmallVector<Value> outputs;
@@ -268,17 +384,7 @@ struct DistToCustom : OpRewritePattern<SourceOp> {
     auto custom = hivm::CustomOp::create(rewriter, loc, op->getResultTypes(),
                                          rewriter.getStringAttr("dist." + *symbol), inputs,
                                          outputs);
-    custom->setAttr(hivm::kIsDistributedAttr, rewriter.getUnitAttr());
-    custom->setAttr(hivm::kPipeAttr, hivm::PipeAttr::get(ctx, pipeFor(*symbol)));
-    custom->setAttr(hivm::kTCoreTypeAttr,
-                    hivm::TCoreTypeAttr::get(ctx, tcoreTypeFor(*symbol, existDot)));
-    custom->setAttr(hivm::kVFModeAttr, hivm::VFModeAttr::get(ctx, hivm::VFMode::SIMD));
-    custom->setAttr(hivm::kSymbolAttr, rewriter.getStringAttr(*symbol));
-    if (hasNoMemoryEffect(op))
-      custom->setAttr(hivm::kNoSideEffectAttr, rewriter.getUnitAttr());
-    SmallVector<int32_t> gm = gmAddrArgIndices(op, inputs);
-    if (!gm.empty())
-      custom->setAttr(hivm::kGmAddrArgsIndicesAttr, rewriter.getDenseI32ArrayAttr(gm));
+    setDistributedAttrs(custom, op, *symbol, existDot, inputs, form);
 
     if (op->getNumResults() == 0)
       rewriter.eraseOp(op);
@@ -287,14 +393,51 @@ struct DistToCustom : OpRewritePattern<SourceOp> {
     return success();
   }
 
+  /// form=call: `func.call @symbol` with pointers as i64 (docs/COMPILE.md section 3).
+  LogicalResult rewriteAsCall(Operation *op, StringRef symbol, ArrayRef<Value> inputs,
+                              PatternRewriter &rewriter) const {
+    Location loc = op->getLoc();
+    SmallVector<Type> argTypes, resultTypes;
+    for (Value v : inputs)
+      argTypes.push_back(callType(v.getType()));
+    for (Type t : op->getResultTypes())
+      resultTypes.push_back(callType(t));
+    FailureOr<func::FuncOp> decl =
+        declarationFor(op, symbol, rewriter.getFunctionType(argTypes, resultTypes));
+    if (failed(decl))
+      return failure();
+    SmallVector<Value> args;
+    for (Value v : inputs)
+      args.push_back(toCallValue(rewriter, loc, v));
+    auto call = func::CallOp::create(rewriter, loc, *decl, args);
+    setDistributedAttrs(call, op, symbol, existDot, inputs, form);
+    SmallVector<Value> results;
+    for (auto [r, type] : llvm::zip(call.getResults(), op->getResultTypes()))
+      results.push_back(fromCallValue(rewriter, loc, r, type));
+    if (op->getNumResults() == 0)
+      rewriter.eraseOp(op);
+    else
+      rewriter.replaceOp(op, results);
+    return success();
+  }
+
   bool existDot;
+  Form form;
 };
 
 struct ConvertDistributedToHIVMPass
     : mlir::tdist::impl::ConvertDistributedToHIVMBase<ConvertDistributedToHIVMPass> {
+  using ConvertDistributedToHIVMBase::ConvertDistributedToHIVMBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    if (form != "custom" && form != "call") {
+      module.emitError() << "convert-distributed-to-hivm: unknown form '" << form
+                         << "' (expected custom or call)";
+      return signalPassFailure();
+    }
+    Form outForm = form == "call" ? Form::Call : Form::Custom;
 
     // 1. existDot.
     bool existDot = module.walk([](Operation *op) {
@@ -307,7 +450,7 @@ struct ConvertDistributedToHIVMPass
     module.walk([&](Operation *op) {
       if (isDistributedOp(op)) {
         distOps.push_back(op);
-        ok &= succeeded(checkLowerable(op));
+        ok &= succeeded(checkLowerable(op, outForm));
       }
     });
     if (!ok)
@@ -319,11 +462,13 @@ struct ConvertDistributedToHIVMPass
     RewritePatternSet patterns(ctx);
     patterns.add<DistToCustom<WaitOp>, DistToCustom<ConsumeTokenOp>, DistToCustom<GetRankOp>,
                  DistToCustom<GetNumRanksOp>, DistToCustom<SymmAtOp>, DistToCustom<NotifyOp>,
-                 DistToCustom<ExternCallOp>>(ctx, existDot);
+                 DistToCustom<ExternCallOp>>(ctx, existDot, outForm);
 
     // 3. Each pattern once per distributed op (see ApplyOnce.h for why not the greedy driver);
     // every other op of the module reaches the single-device stages exactly as it was.
-    (void)mlir::tdist::applyPatternsOnce(ctx, distOps, std::move(patterns));
+    // A pattern fails only after reporting why (form=call: conflicting declarations).
+    if (failed(mlir::tdist::applyPatternsOnce(ctx, distOps, std::move(patterns))))
+      return signalPassFailure();
 
     WalkResult left = module.walk([](Operation *op) {
       if (!isDistributedOp(op))

@@ -1,8 +1,11 @@
-//===- Pipelines.cpp - the ascend / gpu / cpu pipelines --------------------===//
+//===- Pipelines.cpp - the ascend / ascend-ttir / ascend-cpu / gpu / cpu pipelines -===//
 
 #include "tdist/Conversion/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 
 namespace mlir::tdist {
@@ -31,6 +34,42 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
     // Everything after this belongs to triton-ascend / bishengir (TTIR -> Linalg -> HIVM).
     return success();
   }
+  if (target == "ascend-ttir") {
+    // docs/COMPILE.md sections 1 and 3: generic TTIR from triton-ascend's "ttir" stage in, the
+    // link-time form out (print it generic for triton-adapter-opt).
+    pm.addPass(createRaiseTritonDistributed());
+    ConvertDistributedToHIVMOptions options;
+    options.form = "call";
+    pm.addPass(createConvertDistributedToHIVM(options));
+    return success();
+  }
+  if (target == "ascend-cpu") {
+    // docs/COMPILE.md section 4: triton-ascend's ttadapter output (generic form) to LLVM.
+    pm.addPass(createLowerAscendLinalgToCPU());
+    pm.addPass(createConvertLinalgToAffineLoopsPass());
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
+    pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+    bufferization::OneShotBufferizePassOptions bufferize;
+    bufferize.allowReturnAllocsFromLoops = true;
+    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    // Copies as loops: no memrefCopy from MLIR's runner library.
+    pm.addPass(createMemRefCopyToLinalg());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertLinalgToLoopsPass());
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(createConvertControlFlowToLLVMPass());
+    pm.addPass(createArithToLLVMConversionPass());
+    pm.addPass(createConvertMathToLLVMPass());
+    pm.addPass(createConvertIndexToLLVMPass());
+    pm.addPass(memref::createExpandOpsPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    pm.addPass(createConvertFuncToLLVMPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createArithToLLVMConversionPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+    return success();
+  }
   if (target != "gpu" && target != "cpu")
     return failure();
   ConvertDistributedToLLVMOptions options;
@@ -50,7 +89,7 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
 }
 
 void mlir::tdist::registerTdistPipelines() {
-  for (StringRef target : {"ascend", "gpu", "cpu"}) {
+  for (StringRef target : {"ascend", "ascend-ttir", "ascend-cpu", "gpu", "cpu"}) {
     // Static storage: the registry keeps the strings by reference.
     static llvm::SmallVector<std::string> names, docs;
     names.push_back(("tdist-pipeline-" + target).str());

@@ -2,7 +2,7 @@
 //
 // mlir-opt with the distributed and hivm dialects, the tdist conversions and the pipelines.
 //
-//   tdist-opt --tdist-pipeline=ascend|gpu|cpu in.mlir
+//   tdist-opt --tdist-pipeline=ascend|ascend-ttir|ascend-cpu|gpu|cpu in.mlir
 //
 // is the documented entry point; it is spelled as a pipeline name registered with the pass
 // registry (tdist-pipeline-<target>), so `--tdist-pipeline-cpu` works too.
@@ -25,12 +25,32 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
 #include <cstring>
 #include <string>
 #include <vector>
+
+namespace {
+/// `tt` without Triton: every op stays unregistered and `!tt.ptr<T>` an opaque type, but the
+/// dialect is loaded, so an unregistered `tt.func` is not taken for an unknown symbol table and
+/// a `func.call` inside it resolves against the module (docs/COMPILE.md section 2).
+class TritonPlaceholderDialect : public mlir::Dialect {
+public:
+  explicit TritonPlaceholderDialect(mlir::MLIRContext *ctx)
+      : mlir::Dialect(getDialectNamespace(), ctx, mlir::TypeID::get<TritonPlaceholderDialect>()) {
+    allowUnknownOperations();
+    allowUnknownTypes();
+  }
+  static llvm::StringRef getDialectNamespace() { return "tt"; }
+};
+} // namespace
+MLIR_DECLARE_EXPLICIT_TYPE_ID(TritonPlaceholderDialect)
+MLIR_DEFINE_EXPLICIT_TYPE_ID(TritonPlaceholderDialect)
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -40,17 +60,15 @@ int main(int argc, char **argv) {
                   mlir::linalg::LinalgDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect, mlir::ub::UBDialect,
                   mlir::vector::VectorDialect>();
+  // The ascend-cpu pipeline runs the upstream Linalg / bufferization / memref lowering, which
+  // needs the upstream dialects and their interface models (bufferization, ConvertToLLVM, ...).
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<TritonPlaceholderDialect>();
 
   mlir::tdist::registerTdistConversionPasses();
   mlir::tdist::registerTdistPipelines();
-  mlir::registerTransformsPasses();
-  mlir::registerConvertFuncToLLVMPass();
-  mlir::registerSCFToControlFlowPass();
-  mlir::registerArithToLLVMConversionPass();
-  mlir::registerConvertControlFlowToLLVMPass();
-  mlir::registerFinalizeMemRefToLLVMConversionPass();
-  mlir::registerReconcileUnrealizedCastsPass();
-  mlir::registerUBToLLVMConversionPass();
+  mlir::registerAllPasses();
 
   // `--tdist-pipeline=<target>` -> `--tdist-pipeline-<target>` (a registered pipeline).
   std::vector<std::string> storage;
@@ -60,9 +78,10 @@ int main(int argc, char **argv) {
     constexpr const char kFlag[] = "--tdist-pipeline=";
     if (std::strncmp(arg, kFlag, sizeof(kFlag) - 1) == 0) {
       std::string target = arg + sizeof(kFlag) - 1;
-      if (target != "ascend" && target != "gpu" && target != "cpu") {
+      if (target != "ascend" && target != "ascend-ttir" && target != "ascend-cpu" &&
+          target != "gpu" && target != "cpu") {
         llvm::errs() << "tdist-opt: unknown --tdist-pipeline '" << target
-                     << "' (expected ascend, gpu or cpu)\n";
+                     << "' (expected ascend, ascend-ttir, ascend-cpu, gpu or cpu)\n";
         return 1;
       }
       storage.push_back("--tdist-pipeline-" + target);

@@ -32,11 +32,57 @@ def ConvertDistributedToHIVM : Pass<"convert-distributed-to-hivm", "ModuleOp"> {
        table 2.4, so it counts as trivially dead); no folding, so other IR is untouched.
 
     Type names `<T>`: f16 half, bf16 bfloat16, f32 float, f64 double, i1 bool, iN intN,
-    uiN uintN; a pointer to T is `T_ptr`; a rank-r memref of T is `T_ptr_<r>d`
+    uiN uintN; a pointer to T (`!tt.ptr<T>`) is `T_ptr`; a rank-r memref of T is `T_ptr_<r>d`
     (e.g. `aclshmem_consume_token_float_ptr_1d`); a rank-r tensor of T is `T_<r>d`.
+
+    `form=call` (docs/COMPILE.md section 3, triton-ascend 3.2): instead of `hivm.hir.custom`,
+    each op becomes a `func.call` of the same symbol, declared once as a module-level
+    `func.func private` with `llvm.emit_c_interface`. `!tt.ptr` / `!llvm.ptr` operands are
+    passed as i64 (`tt.ptr_to_int` / `llvm.ptrtoint`), pointer results come back through
+    `tt.int_to_ptr` / `llvm.inttoptr`; i32 notify passes (sig_addr, signal, sig_op, pe), 64-bit
+    notify (dst, value, pe); `hivm.vf_mode` is the string "SIMD". Tensor-typed ops are an error.
   }];
+  let options = [
+    Option<"form", "form", "std::string", /*default=*/"\"custom\"",
+           "output form: custom (hivm.hir.custom) or call (func.call, triton-ascend 3.2)">,
+  ];
   let dependentDialects = ["::mlir::hivm::HIVMDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def RaiseTritonDistributed : Pass<"raise-triton-distributed", "ModuleOp"> {
+  let summary = "Turn the front end's tt.extern_elementwise marker calls into distributed ops";
+  let description = [{
+    docs/COMPILE.md section 1. Works on TTIR read in generic form (unregistered `tt` ops).
+    A `tt.extern_elementwise` with libname "libtdist_device" and a symbol of
+    device/dist_ops.def becomes its dialect op: `p:` operands are taken back out of their
+    `tt.ptr_to_int`, `c:` operands must be i32 `arith.constant`s with legal enum values, an i64
+    pointer result (symm_at, consume_token of a pointer) replaces its `tt.int_to_ptr` users,
+    notify's dummy i32 result is replaced by 0, get_rank / get_num_ranks get axis 0. A marker
+    with libname "libshmem_device" becomes `distributed.extern_call` of its symbol (operands
+    that are `tt.ptr_to_int` of a pointer keep the pointer; a TDIST_ASCEND_VOID symbol of
+    device/Ascend/symbols.def loses its i32 result). Block (tensor) operands or results and
+    unknown libtdist_device symbols are errors.
+  }];
+  let dependentDialects = ["::mlir::triton::distributed::DistributedDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def LowerAscendLinalgToCPU : Pass<"lower-ascend-linalg-to-cpu", "ModuleOp"> {
+  let summary = "Make triton-ascend's ttadapter output (Linalg + HIVM bits) lowerable on a CPU";
+  let description = [{
+    docs/COMPILE.md section 4, the first step of `--tdist-pipeline=ascend-cpu`.
+    `hivm.hir.pointer_cast(%addr : i64, sizes) : memref<?xT>` becomes a memref descriptor over
+    the address (offset 0, stride 1); `annotation.mark` is erased;
+    `hivm.hir.sync_block_{set,wait,all}` become calls of `tdist_cpu_sync_block_{set,wait,all}(i32
+    static_flag_id)`; a scalar `tt.extern_elementwise` becomes a `func.call` of its symbol
+    (declared with `llvm.emit_c_interface`). The public kernel gets `llvm.emit_c_interface`, its `tt.*`
+    argument attributes and other discardable attributes are dropped. Any other unregistered op
+    is an error ("<op> has no CPU lowering").
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect"];
 }
 
 def ConvertDistributedToLLVM : Pass<"convert-distributed-to-llvm", "ModuleOp"> {
@@ -89,6 +135,17 @@ def MarkGPUKernels : Pass<"tdist-mark-gpu-kernels", "ModuleOp"> {
     after func-to-llvm so that the NVPTX back end emits them as `.entry`.
   }];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
+def MemRefCopyToLinalg : Pass<"tdist-memref-copy-to-linalg", "ModuleOp"> {
+  let summary = "Replace memref.copy by linalg.copy";
+  let description = [{
+    finalize-memref-to-llvm lowers a copy between non-contiguous memrefs (e.g. strided subviews
+    with dynamic sizes) to a call of `memrefCopy` from MLIR's C runner library. The ascend-cpu
+    pipeline runs this after bufferization so that convert-linalg-to-loops turns every copy into
+    loops and the kernel needs no runtime library.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
 #endif // TDIST_CONVERSION_PASSES

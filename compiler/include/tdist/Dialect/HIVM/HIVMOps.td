@@ -63,6 +63,20 @@ def HIVM_VFModeAttr : EnumAttr<HIVM_Dialect, HIVM_VFMode, "vf_mode"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// Read (not produced) by tdist: triton-ascend's ttadapter output marks pointer_cast results with
+// `annotation.mark {address_space = #hivm.address_space<gm>}` (the ascend-cpu pipeline).
+def HIVM_AddressSpace : I32EnumAttr<"AddressSpace", "memory an address lives in", [
+    I32EnumAttrCase<"Zero", 0, "zero">, I32EnumAttrCase<"GM", 1, "gm">,
+    I32EnumAttrCase<"L1", 2, "cbuf">, I32EnumAttrCase<"L0A", 3, "ca">,
+    I32EnumAttrCase<"L0B", 4, "cb">, I32EnumAttrCase<"L0C", 5, "cc">,
+    I32EnumAttrCase<"UB", 6, "ub">]> {
+  let cppNamespace = "::mlir::hivm";
+  let genSpecializedAttr = 0;
+}
+def HIVM_AddressSpaceAttr : EnumAttr<HIVM_Dialect, HIVM_AddressSpace, "address_space"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def HIVM_CustomOp : Op<HIVM_Dialect, "hir.custom", [
     AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {

@@ -1,0 +1,255 @@
+//===- LowerAscendLinalgToCPU.cpp - triton-ascend ttadapter output -> CPU --===//
+//
+// docs/COMPILE.md section 4. triton-ascend's ttadapter output is Linalg / tensor / memref plus a
+// few HIVM and annotation ops (unregistered here: read in generic form). This pass replaces
+// those by upstream constructs so that the standard MLIR lowering reaches LLVM:
+//   hivm.hir.pointer_cast(addr : i64, sizes) : memref  -> a descriptor over the address
+//   annotation.mark                                     -> erased
+//   hivm.hir.sync_block_{set,wait,all}                  -> call tdist_cpu_sync_block_*(i32 id)
+//   scalar tt.extern_elementwise                        -> func.call of its symbol
+// and marks the public kernel `llvm.emit_c_interface`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tdist/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::tdist {
+#define GEN_PASS_DEF_LOWERASCENDLINALGTOCPU
+#define GEN_PASS_DEF_MEMREFCOPYTOLINALG
+#include "tdist/Conversion/Passes.h.inc"
+} // namespace mlir::tdist
+
+using namespace mlir;
+
+namespace {
+
+bool isNamed(Operation *op, StringRef name) { return op->getName().getStringRef() == name; }
+
+Attribute inherentAttr(Operation *op, StringRef name) {
+  if (auto props = dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute()))
+    if (Attribute a = props.get(name))
+      return a;
+  return op->getAttr(name);
+}
+
+/// The private declaration `@name : type`, created once; fails if it exists with another type.
+FailureOr<func::FuncOp> declare(ModuleOp module, Operation *user, StringRef name,
+                                FunctionType type, bool cInterface) {
+  if (Operation *existing = SymbolTable::lookupSymbolIn(module, name)) {
+    auto fn = dyn_cast<func::FuncOp>(existing);
+    if (!fn || fn.getFunctionType() != type) {
+      user->emitOpError() << "needs @" << name << " : " << type
+                          << ", but the module already defines @" << name << " differently";
+      return failure();
+    }
+    return fn;
+  }
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+  fn.setPrivate();
+  if (cInterface)
+    fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+  return fn;
+}
+
+/// hivm.hir.pointer_cast(%addr : i64, dynamic sizes...) : memref<...xT> over that address:
+/// a row-major descriptor {ptr, ptr, 0, sizes, strides} cast to the memref type (the cast
+/// cancels against finalize-memref-to-llvm's and reconcile-unrealized-casts removes both).
+LogicalResult lowerPointerCast(Operation *op) {
+  auto type = op->getNumResults() == 1 ? dyn_cast<MemRefType>(op->getResult(0).getType())
+                                       : MemRefType();
+  if (!type || op->getNumOperands() < 1 || !op->getOperand(0).getType().isInteger(64))
+    return op->emitOpError() << "has no CPU lowering: expected (i64 address, sizes...) -> memref";
+  if (!type.getLayout().isIdentity() || type.getMemorySpace())
+    return op->emitOpError() << "has no CPU lowering: only an identity-layout memref in the "
+                                "default memory space is supported, got "
+                             << type;
+  if (op->getNumOperands() != 1 + static_cast<unsigned>(type.getNumDynamicDims()))
+    return op->emitOpError() << "has no CPU lowering: expected one size per dynamic dimension of "
+                             << type;
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  MLIRContext *ctx = op->getContext();
+  Type i64 = b.getI64Type();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  int64_t rank = type.getRank();
+  SmallVector<Type> fields = {ptrType, ptrType, i64};
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  auto constant = [&](int64_t v) -> Value {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+
+  SmallVector<Value> sizes;
+  unsigned dyn = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!type.isDynamicDim(d)) {
+      sizes.push_back(constant(type.getDimSize(d)));
+      continue;
+    }
+    Value size = op->getOperand(dyn++);
+    if (size.getType().isIndex())
+      size = arith::IndexCastOp::create(b, loc, i64, size);
+    else if (!size.getType().isInteger(64))
+      return op->emitOpError() << "has no CPU lowering: size operands must be index or i64";
+    sizes.push_back(size);
+  }
+  SmallVector<Value> strides(rank);
+  Value stride = constant(1);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    if (d > 0)
+      stride = LLVM::MulOp::create(b, loc, stride, sizes[d]);
+  }
+
+  Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, op->getOperand(0));
+  Value desc = LLVM::UndefOp::create(b, loc, descType);
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, constant(0), ArrayRef<int64_t>{2});
+  for (int64_t d = 0; d < rank; ++d) {
+    desc = LLVM::InsertValueOp::create(b, loc, desc, sizes[d], ArrayRef<int64_t>{3, d});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, strides[d], ArrayRef<int64_t>{4, d});
+  }
+  Value memref = UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+  op->getResult(0).replaceAllUsesWith(memref);
+  op->erase();
+  return success();
+}
+
+/// hivm.hir.sync_block_<kind> -> call @tdist_cpu_sync_block_<kind>(i32 static_flag_id).
+LogicalResult lowerSyncBlock(Operation *op, StringRef kind, ModuleOp module) {
+  auto id = dyn_cast_or_null<IntegerAttr>(inherentAttr(op, "static_flag_id"));
+  if (!id || op->getNumOperands() != 0 || op->getNumResults() != 0)
+    return op->emitOpError() << "has no CPU lowering: only a static_flag_id without operands is "
+                                "supported";
+  OpBuilder b(op);
+  FailureOr<func::FuncOp> fn =
+      declare(module, op, ("tdist_cpu_sync_block_" + kind).str(),
+              b.getFunctionType({b.getI32Type()}, {}), /*cInterface=*/false);
+  if (failed(fn))
+    return failure();
+  Value event = arith::ConstantIntOp::create(b, op->getLoc(), id.getInt(), 32);
+  func::CallOp::create(b, op->getLoc(), *fn, ValueRange{event});
+  op->erase();
+  return success();
+}
+
+/// A scalar tt.extern_elementwise -> func.call of its symbol (link name _mlir_ciface_<symbol>).
+LogicalResult lowerExternElementwise(Operation *op, ModuleOp module) {
+  auto isTensor = [](Type t) { return isa<ShapedType>(t); };
+  auto symbol = dyn_cast_or_null<StringAttr>(inherentAttr(op, "symbol"));
+  if (!symbol || llvm::any_of(op->getOperandTypes(), isTensor) ||
+      llvm::any_of(op->getResultTypes(), isTensor))
+    return op->emitOpError() << "has no CPU lowering: only a scalar call with a symbol is "
+                                "supported";
+  OpBuilder b(op);
+  FailureOr<func::FuncOp> fn =
+      declare(module, op, symbol.getValue(),
+              b.getFunctionType(op->getOperandTypes(), op->getResultTypes()),
+              /*cInterface=*/true);
+  if (failed(fn))
+    return failure();
+  auto call = func::CallOp::create(b, op->getLoc(), *fn, op->getOperands());
+  op->replaceAllUsesWith(call->getResults());
+  op->erase();
+  return success();
+}
+
+/// Discardable attributes a CPU build does not understand (mlir-translate cannot parse
+/// #hivm.* attributes): every `hivm.*` / `tt.*` one.
+void dropForeignAttrs(Operation *op) {
+  SmallVector<StringAttr> names;
+  for (NamedAttribute attr : op->getDiscardableAttrs()) {
+    StringRef name = attr.getName().getValue();
+    Dialect *d = &attr.getValue().getDialect();
+    if (name.starts_with("hivm.") || name.starts_with("tt.") ||
+        (d && d->getNamespace() == "hivm"))
+      names.push_back(attr.getName());
+  }
+  for (StringAttr name : names)
+    op->removeDiscardableAttr(name);
+}
+
+struct LowerAscendLinalgToCPUPass
+    : mlir::tdist::impl::LowerAscendLinalgToCPUBase<LowerAscendLinalgToCPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (!op->isRegistered())
+        ops.push_back(op);
+    });
+    bool ok = true;
+    for (Operation *op : ops) {
+      StringRef name = op->getName().getStringRef();
+      LogicalResult done = success();
+      if (name == "hivm.hir.pointer_cast")
+        done = lowerPointerCast(op);
+      else if (name == "annotation.mark")
+        op->erase();
+      else if (name.consume_front("hivm.hir.sync_block_") &&
+               llvm::is_contained({"set", "wait", "all"}, name))
+        done = lowerSyncBlock(op, name, module);
+      else if (name == "tt.extern_elementwise")
+        done = lowerExternElementwise(op, module);
+      else
+        done = op->emitOpError() << "has no CPU lowering";
+      ok &= succeeded(done);
+    }
+    // Our hivm stand-in (hir.custom) has no CPU lowering either.
+    module.walk([&](Operation *op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "hivm") {
+        op->emitOpError() << "has no CPU lowering";
+        ok = false;
+      }
+    });
+    if (!ok)
+      return signalPassFailure();
+
+    MLIRContext *ctx = &getContext();
+    StringRef cInterface = LLVM::LLVMDialect::getEmitCWrapperAttrName();
+    module.walk([&](Operation *op) { dropForeignAttrs(op); });
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal()) {
+        // The aclshmem declarations are called through their C interface.
+        if (fn.getName().starts_with("aclshmem"))
+          fn->setAttr(cInterface, UnitAttr::get(ctx));
+        continue;
+      }
+      if (!fn.isPublic())
+        continue;
+      // The kernel: only its C interface matters (tt.tensor_kind, mix_mode, ... are dropped).
+      fn->setDiscardableAttrs(DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, cInterface), UnitAttr::get(ctx))}));
+      fn.removeArgAttrsAttr();
+      fn.removeResAttrsAttr();
+    }
+  }
+};
+
+struct MemRefCopyToLinalgPass
+    : mlir::tdist::impl::MemRefCopyToLinalgBase<MemRefCopyToLinalgPass> {
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp op) { copies.push_back(op); });
+    for (memref::CopyOp copy : copies) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
+      copy.erase();
+    }
+  }
+};
+
+} // namespace
