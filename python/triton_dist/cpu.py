@@ -6,7 +6,7 @@
 The kernel source is the one compiled for CUDA and for Ascend. ``launch`` compiles it (once per
 signature and constants) with triton-ascend, tdist inserted at the ttadapter stage, then lowers the
 ttadapter (Linalg) file with MLIR 22 (``tdist-opt --tdist-pipeline=ascend-cpu``,
-``mlir-translate-22``) and ``clang-19`` into a shared object whose aclshmem calls resolve to tdist's
+``mlir-translate-22``, ``llc-22``) and ``clang-19`` into a shared object whose aclshmem calls resolve to tdist's
 CPU template library (``device/CPU/aclshmem.cpp``). Every program of the grid runs on its own
 thread of the CPU backend's program pool, so producer/consumer kernels make progress. Every call is
 a local launch: the PE's programs only; the caller runs it on every rank, as on a GPU.
@@ -126,10 +126,13 @@ def compile_cpu(fn, signature, constants) -> CompiledCPU:
                   str(t / "k.llvm.mlir")], "tdist-opt --tdist-pipeline=ascend-cpu")
             _run([_tool("mlir-translate"), str(t / "k.llvm.mlir"), "--mlir-to-llvmir", "-o", str(t / "k.ll")],
                  "mlir-translate-22")
+            # LLVM 22's IR is compiled by LLVM 22 (llc); clang-19 compiles the entry and links.
+            _run([_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic", str(t / "k.ll"), "-o",
+                  str(t / "k.o")], "llc-22 (kernel object)")
             (t / "entry.c").write_text(entry)
             tmp_so = t / "k.so"
-            _run(["clang-19", "-O2", "-shared", "-fPIC", "-Wno-override-module", str(t / "k.ll"), str(t / "entry.c"),
-                  "-o", str(tmp_so)], "clang-19 (kernel shared object)")
+            _run(["clang-19", "-O2", "-shared", "-fPIC", str(t / "k.o"), str(t / "entry.c"), "-o", str(tmp_so)],
+                 "clang-19 (kernel shared object)")
             os.replace(tmp_so, so)
     out = _compiled[key] = CompiledCPU(so, name, sig_types)
     return out
