@@ -17,6 +17,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "ApplyOnce.h"
 #include "llvm/ADT/STLExtras.h"
@@ -192,6 +193,14 @@ SmallVector<Value> customInputs(Operation *op, PatternRewriter &rewriter) {
   return llvm::to_vector(op->getOperands());
 }
 
+/// The operands of the link-time call (docs/COMPILE.md section 3): the custom op's, except that
+/// aclshmem_my_pe / aclshmem_n_pes take no axis.
+SmallVector<Value> callInputs(Operation *op, PatternRewriter &rewriter) {
+  if (isa<GetRankOp, GetNumRanksOp>(op))
+    return {};
+  return customInputs(op, rewriter);
+}
+
 /// A ranked-tensor result with dynamic dimensions takes its sizes from an operand of the same
 /// type; null if there is none.
 Value sizeSourceFor(Operation *op, RankedTensorType type) {
@@ -218,6 +227,11 @@ LogicalResult checkLowerable(Operation *op, Form form) {
     return op->emitOpError() << "on a block (tensor) value cannot be lowered for ascend "
                                 "(triton-ascend 3.2): the link-time form takes scalars; translate "
                                 "a scalar base pointer and add the tile's offsets";
+  if (form == Form::Call && isa<GetRankOp, GetNumRanksOp>(op) &&
+      !matchPattern(op->getOperand(0), m_Zero()))
+    return op->emitOpError() << "cannot be lowered for ascend (triton-ascend 3.2): "
+                                "aclshmem_my_pe / aclshmem_n_pes take no axis, only axis 0 (the "
+                                "world) has a link-time form";
   for (auto [i, type] : llvm::enumerate(op->getResultTypes())) {
     auto rt = dyn_cast<RankedTensorType>(type);
     if (rt && !rt.hasStaticShape() && !sizeSourceFor(op, rt))
@@ -360,9 +374,9 @@ struct DistToCustom : OpRewritePattern<SourceOp> {
       return failure();
     Location loc = op->getLoc();
 
-    SmallVector<Value> inputs = customInputs(op, rewriter);
     if (form == Form::Call)
-      return rewriteAsCall(op, *symbol, inputs, rewriter);
+      return rewriteAsCall(op, *symbol, callInputs(op, rewriter), rewriter);
+    SmallVector<Value> inputs = customInputs(op, rewriter);
 
     // DPS: every ranked-tensor result gets a tensor.empty init in `outs`.
     SmallVector<Value> outputs;

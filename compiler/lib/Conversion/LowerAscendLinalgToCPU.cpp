@@ -210,7 +210,7 @@ struct LowerAscendLinalgToCPUPass
     }
     // Our hivm stand-in (hir.custom) has no CPU lowering either.
     module.walk([&](Operation *op) {
-      if (op->getDialect() && op->getDialect()->getNamespace() == "hivm") {
+      if (op->isRegistered() && op->getDialect()->getNamespace() == "hivm") {
         op->emitOpError() << "has no CPU lowering";
         ok = false;
       }

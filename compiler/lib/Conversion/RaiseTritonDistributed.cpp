@@ -250,7 +250,7 @@ LogicalResult Raiser::raiseDist(const MarkerSpec &spec, StringRef suffix) {
     auto it = dyn_cast_or_null<IntegerType>(t);
     if (it && it.getWidth() == suffixWidth(suffix))
       return success();
-    return error() << what << ": a " << suffix << " " << kind << " does not fit " << t;
+    return error() << what << ": the symbol's " << suffix << " " << kind << " does not fit " << t;
   };
 
   if (spec.op == "get_rank" || spec.op == "get_num_ranks") {
