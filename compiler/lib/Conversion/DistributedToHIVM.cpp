@@ -306,6 +306,12 @@ Type callType(Type t) {
 Value toCallValue(OpBuilder &b, Location loc, Value v) {
   Type i64 = b.getI64Type();
   if (isTritonPointerType(v.getType())) {
+    // A pointer that an earlier call returned: pass its i64 on (no int_to_ptr / ptr_to_int
+    // round trip, which triton-ascend's Linalg lowering leaves behind).
+    Operation *def = v.getDefiningOp();
+    if (def && def->getName().getStringRef() == "tt.int_to_ptr" && def->getNumOperands() == 1 &&
+        def->getOperand(0).getType() == i64)
+      return def->getOperand(0);
     OperationState state(loc, "tt.ptr_to_int");
     state.addOperands(v);
     state.addTypes(i64);

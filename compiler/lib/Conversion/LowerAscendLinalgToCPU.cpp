@@ -186,6 +186,27 @@ struct LowerAscendLinalgToCPUPass
     : mlir::tdist::impl::LowerAscendLinalgToCPUBase<LowerAscendLinalgToCPUPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Pointer round trips triton-ascend leaves around the aclshmem calls:
+    // tt.ptr_to_int(tt.int_to_ptr(%i64)) is %i64; a tt.int_to_ptr nothing uses is dropped.
+    SmallVector<Operation *> toInt, toPtr;
+    module.walk([&](Operation *op) {
+      if (isNamed(op, "tt.ptr_to_int"))
+        toInt.push_back(op);
+      else if (isNamed(op, "tt.int_to_ptr"))
+        toPtr.push_back(op);
+    });
+    for (Operation *op : toInt) {
+      Operation *def = op->getNumOperands() == 1 ? op->getOperand(0).getDefiningOp() : nullptr;
+      if (def && isNamed(def, "tt.int_to_ptr") && def->getNumOperands() == 1 &&
+          def->getOperand(0).getType() == op->getResult(0).getType()) {
+        op->getResult(0).replaceAllUsesWith(def->getOperand(0));
+        op->erase();
+      }
+    }
+    for (Operation *op : llvm::reverse(toPtr))
+      if (op->use_empty())
+        op->erase();
+
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (!op->isRegistered())

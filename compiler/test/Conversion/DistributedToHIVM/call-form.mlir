@@ -26,8 +26,7 @@
 // CHECK: func.call @aclshmem_ptr_float({{.*}}) {gm_addr_args_indices = array<i32: 0>,
 // CHECK: %[[S:.*]] = "tt.ptr_to_int"(%arg1) : (!tt.ptr<i32>) -> i64
 // CHECK: %[[T:.*]] = func.call @aclshmem_wait_int32(%[[S]], %[[ONE:.*]], %[[ONE]]) {gm_addr_args_indices = array<i32: 0>, {{.*}}symbol = "aclshmem_wait_int32"} : (i64, i32, i32) -> i32
-// CHECK: %[[RI:.*]] = "tt.ptr_to_int"(%[[RP]]) : (!tt.ptr<f32>) -> i64
-// CHECK: %[[C:.*]] = func.call @aclshmem_consume_token_float_ptr(%[[RI]], %[[T]]) {hivm.is_distributed, {{.*}}no_side_effect, symbol = "aclshmem_consume_token_float_ptr"} : (i64, i32) -> i64
+// CHECK: %[[C:.*]] = func.call @aclshmem_consume_token_float_ptr(%[[R]], %[[T]]) {hivm.is_distributed, {{.*}}no_side_effect, symbol = "aclshmem_consume_token_float_ptr"} : (i64, i32) -> i64
 // CHECK: "tt.int_to_ptr"(%[[C]]) : (i64) -> !tt.ptr<f32>
 // CHECK: %[[ADD:.*]] = arith.constant 2 : i32
 // CHECK: func.call @aclshmemx_signal_op(%{{.*}}, %arg4, %[[ADD]], %arg3) {gm_addr_args_indices = array<i32: 0>, {{.*}}symbol = "aclshmemx_signal_op"} : (i64, i64, i32, i32) -> ()
@@ -49,6 +48,18 @@
   "test.keep"(%c, %r2, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
   "tt.return"() : () -> ()
 }) : () -> ()
+
+// A pointer an earlier call returned goes on as its i64 (no int_to_ptr / ptr_to_int round trip).
+// CHECK-LABEL: func.func @round_trip
+// CHECK: %[[R:.*]] = call @aclshmem_ptr_float(
+// CHECK-NEXT: "tt.int_to_ptr"(%[[R]])
+// CHECK-NEXT: %[[D:.*]] = "tt.ptr_to_int"(%arg0)
+// CHECK-NEXT: call @aclshmem_putmem(%[[D]], %[[R]], %arg2, %arg1) {gm_addr_args_indices = array<i32: 0>,
+func.func @round_trip(%p: !tt.ptr<f32>, %pe: i32, %n: i64) {
+  %r = distributed.symm_at %p, %pe : !tt.ptr<f32>
+  distributed.extern_call "aclshmem_putmem"(%p, %r, %n, %pe) {libname = "libshmem_device", libpath = "", pure = false} : (!tt.ptr<f32>, !tt.ptr<f32>, i64, i32) -> ()
+  return
+}
 
 // !llvm.ptr goes through llvm.ptrtoint / llvm.inttoptr.
 // CHECK-LABEL: func.func @llvm_ptr
