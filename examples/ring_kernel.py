@@ -73,6 +73,8 @@ def main():
             print(f"rank {rank}: epoch {epoch}: out[{bad}] = {out[bad]}, expected {want[bad]}", file=sys.stderr)
             return 1
     print(f"rank {rank}/{world}: ring of {n} floats, 3 epochs, exact")
+    for t in (src, inbox, sig):
+        ash.aclshmem_free_tensor(t)
     ash.aclshmem_finalize()
     return 0
 

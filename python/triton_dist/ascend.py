@@ -40,7 +40,7 @@ def _repo():
 
 def find_tool(name, env):
     """Path of a tdist tool: ``$<env>``, the installed package's ``bin/``, the newest
-    ``<repo>/build*/compiler/tools/<name>/<name>``, then PATH."""
+    ``<repo>/build*/compiler/bin/<name>``, then PATH."""
     value = os.environ.get(env)
     if value:
         if not Path(value).is_file():
@@ -52,8 +52,7 @@ def find_tool(name, env):
         tried.append(Path(tdist.__file__).resolve().parent / "bin" / name)
     except Exception:  # bindings absent on a compile-only machine
         pass
-    tried += sorted(_repo().glob(f"build*/compiler/tools/{name}/{name}"), key=lambda p: p.stat().st_mtime,
-                    reverse=True)
+    tried += sorted(_repo().glob(f"build*/compiler/bin/{name}"), key=lambda p: p.stat().st_mtime, reverse=True)
     for p in tried:
         if p.is_file():
             return str(p)

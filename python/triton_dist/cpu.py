@@ -112,7 +112,9 @@ def compile_cpu(fn, signature, constants) -> CompiledCPU:
     name = fn.__name__
     sig_types = list(signature.values())
     entry = _entry_source(name, sig_types)
-    digest = hashlib.sha256((compiled.ttadapter + entry).encode()).hexdigest()[:24]
+    opt = ascend.find_tool("tdist-opt", "TDIST_OPT")
+    st = os.stat(opt)  # a rebuilt compiler lowers anew
+    digest = hashlib.sha256(f"{compiled.ttadapter}{entry}{opt}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:24]
     so = _cache_dir() / f"{name}-{digest}.so"
     if not so.is_file():
         with tempfile.TemporaryDirectory(prefix="tdist-cpu-") as tmp:
@@ -121,7 +123,6 @@ def compile_cpu(fn, signature, constants) -> CompiledCPU:
             from triton.backends.ascend.compiler import _get_triton_adapter_opt_path
             _run([_get_triton_adapter_opt_path(), str(t / "k.ttadapter"), "--mlir-print-op-generic", "-o",
                   str(t / "k.gen.mlir")], "triton-adapter-opt (ttadapter to generic form)")
-            opt = ascend.find_tool("tdist-opt", "TDIST_OPT")
             _run([opt, str(t / "k.gen.mlir"), "--allow-unregistered-dialect", "--tdist-pipeline=ascend-cpu", "-o",
                   str(t / "k.llvm.mlir")], "tdist-opt --tdist-pipeline=ascend-cpu")
             _run([_tool("mlir-translate"), str(t / "k.llvm.mlir"), "--mlir-to-llvmir", "-o", str(t / "k.ll")],

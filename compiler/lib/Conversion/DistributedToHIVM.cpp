@@ -306,12 +306,31 @@ Type callType(Type t) {
 Value toCallValue(OpBuilder &b, Location loc, Value v) {
   Type i64 = b.getI64Type();
   if (isTritonPointerType(v.getType())) {
+    Operation *def = v.getDefiningOp();
     // A pointer that an earlier call returned: pass its i64 on (no int_to_ptr / ptr_to_int
     // round trip, which triton-ascend's Linalg lowering leaves behind).
-    Operation *def = v.getDefiningOp();
     if (def && def->getName().getStringRef() == "tt.int_to_ptr" && def->getNumOperands() == 1 &&
         def->getOperand(0).getType() == i64)
       return def->getOperand(0);
+    // `tt.addptr %base, %off`: the base's address plus the offset in bytes, in arith.
+    // triton-ascend 3.2 lowers `tt.ptr_to_int` of an addptr to the *aligned base pointer* of the
+    // reinterpreted memref (memref.extract_aligned_pointer_as_index), which drops the offset; a
+    // kernel argument's or a returned pointer's address is exact, so only those reach ptr_to_int.
+    if (def && def->getName().getStringRef() == "tt.addptr" && def->getNumOperands() == 2 &&
+        isTritonPointerType(def->getOperand(0).getType()) &&
+        isa<IntegerType>(def->getOperand(1).getType())) {
+      Value base = toCallValue(b, loc, def->getOperand(0));
+      Value off = def->getOperand(1);
+      if (off.getType() != i64)
+        off = arith::ExtSIOp::create(b, loc, i64, off);
+      Type pointee = getPointeeType(def->getOperand(0).getType());
+      int64_t bytes = pointee && pointee.isIntOrFloat()
+                          ? std::max<int64_t>(1, pointee.getIntOrFloatBitWidth() / 8)
+                          : 8; // a pointer to a pointer
+      Value scale = arith::ConstantIntOp::create(b, loc, bytes, 64);
+      Value delta = arith::MulIOp::create(b, loc, off, scale);
+      return arith::AddIOp::create(b, loc, base, delta);
+    }
     OperationState state(loc, "tt.ptr_to_int");
     state.addOperands(v);
     state.addTypes(i64);

@@ -3,6 +3,7 @@
 #include "tdist/Conversion/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -52,6 +53,9 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
     bufferization::OneShotBufferizePassOptions bufferize;
     bufferize.allowReturnAllocsFromLoops = true;
     pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    // Every buffer the kernel allocates (tile staging, memref.alloc in the ttadapter form) is freed
+    // before the program returns: a launch must not leak per program.
+    bufferization::buildBufferDeallocationPipeline(pm);
     // Copies as loops: no memrefCopy from MLIR's runner library.
     pm.addPass(createMemRefCopyToLinalg());
     pm.addPass(createLowerAffinePass());
