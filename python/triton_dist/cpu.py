@@ -92,6 +92,16 @@ void tdist_kernel_entry(void *p) {{
 """
 
 
+# Ops triton-ascend's MLIR spells differently from MLIR 22 (same operands, attributes and meaning).
+_RENAMED_OPS = {'"bufferization.to_memref"': '"bufferization.to_buffer"'}
+
+
+def _to_mlir22(generic: str) -> str:
+    for old, new in _RENAMED_OPS.items():
+        generic = generic.replace(old, new)
+    return generic
+
+
 class CompiledCPU:
     def __init__(self, path, name, sig_types):
         self.path, self.name, self.sig_types = path, name, sig_types
@@ -123,6 +133,7 @@ def compile_cpu(fn, signature, constants) -> CompiledCPU:
             from triton.backends.ascend.compiler import _get_triton_adapter_opt_path
             _run([_get_triton_adapter_opt_path(), str(t / "k.ttadapter"), "--mlir-print-op-generic", "-o",
                   str(t / "k.gen.mlir")], "triton-adapter-opt (ttadapter to generic form)")
+            (t / "k.gen.mlir").write_text(_to_mlir22((t / "k.gen.mlir").read_text()))
             _run([opt, str(t / "k.gen.mlir"), "--allow-unregistered-dialect", "--tdist-pipeline=ascend-cpu", "-o",
                   str(t / "k.llvm.mlir")], "tdist-opt --tdist-pipeline=ascend-cpu")
             _run([_tool("mlir-translate"), str(t / "k.llvm.mlir"), "--mlir-to-llvmir", "-o", str(t / "k.ll")],

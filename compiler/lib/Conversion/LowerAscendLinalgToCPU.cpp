@@ -7,6 +7,7 @@
 //   annotation.mark                                     -> erased
 //   hivm.hir.sync_block_{set,wait,all}                  -> call tdist_cpu_sync_block_*(i32 id)
 //   scalar tt.extern_elementwise                        -> func.call of its symbol
+//   linalg.generic {GenericAtomicRMW = kind, ...}       -> memref.atomic_rmw per element
 // and marks the public kernel `llvm.emit_c_interface`.
 //
 //===----------------------------------------------------------------------===//
@@ -16,7 +17,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -182,6 +186,110 @@ void dropForeignAttrs(Operation *op) {
     op->removeDiscardableAttr(name);
 }
 
+/// The memref.atomic_rmw kind of triton-ascend's GenericAtomicRMW string for element type `t`.
+std::optional<arith::AtomicRMWKind> atomicKind(StringRef kind, Type t) {
+  bool f = isa<FloatType>(t);
+  using K = arith::AtomicRMWKind;
+  if (kind == "add" || kind == "fadd")
+    return f ? K::addf : K::addi;
+  if (kind == "exch" || kind == "xchg")
+    return K::assign;
+  if (kind == "max")
+    return f ? K::maximumf : K::maxs;
+  if (kind == "min")
+    return f ? K::minimumf : K::mins;
+  if (kind == "fmax")
+    return K::maximumf;
+  if (kind == "fmin")
+    return K::minimumf;
+  if (f)
+    return std::nullopt;
+  if (kind == "umax")
+    return K::maxu;
+  if (kind == "umin")
+    return K::minu;
+  if (kind == "and")
+    return K::andi;
+  if (kind == "or")
+    return K::ori;
+  if (kind == "xor")
+    return K::xori;
+  return std::nullopt;
+}
+
+/// triton-ascend 3.2 writes `tl.atomic_*(ptr, val)` as
+///   memref.copy %dst, %old                     (the value returned to the kernel)
+///   linalg.generic {GenericAtomicRMW = "add", MemSemantic, MemSyncScope}
+///       ins(%dst, %val) outs(%dst) { combine }
+/// which, lowered as it stands, is a plain read-modify-write with the old value read separately:
+/// two programs adding at once lose an update and may both see the same old value. On a CPU each
+/// element becomes one memref.atomic_rmw (acq_rel), whose result is the old value; the fetch copy
+/// just before (same %dst, only allocations and casts in between) is replaced by those results.
+LogicalResult lowerAtomicGeneric(linalg::GenericOp op) {
+  auto kindAttr = op->getAttrOfType<StringAttr>("GenericAtomicRMW");
+  auto fail = [&](const Twine &why) {
+    return op->emitOpError() << "(triton-ascend atomic '" << kindAttr.getValue() << "') has no CPU lowering: " << why;
+  };
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return fail("expected ins(%dst, %value) outs(%dst)");
+  Value dst = op.getDpsInits()[0];
+  Value val = op.getDpsInputs()[1];
+  if (op.getDpsInputs()[0] != dst)
+    return fail("the first input is not the output memref");
+  auto dstType = dyn_cast<MemRefType>(dst.getType());
+  auto valType = dyn_cast<MemRefType>(val.getType());
+  if (!dstType || !valType || dstType.getRank() != valType.getRank())
+    return fail("expected memrefs of one rank");
+  std::optional<arith::AtomicRMWKind> kind = atomicKind(kindAttr.getValue(), dstType.getElementType());
+  if (!kind) {
+    std::string t;
+    llvm::raw_string_ostream os(t);
+    os << dstType.getElementType();
+    return fail("unknown kind for element type " + t);
+  }
+
+  // The fetch of the old value, if the kernel uses it.
+  memref::CopyOp fetch;
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (auto copy = dyn_cast<memref::CopyOp>(prev)) {
+      if (copy.getSource() == dst)
+        fetch = copy;
+      break;
+    }
+    if (!isa<memref::AllocOp, memref::AllocaOp, bufferization::ToTensorOp, bufferization::ToBufferOp,
+             arith::ConstantOp>(prev))
+      break;
+  }
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<Value> ivs;
+  std::function<void(OpBuilder &, int64_t)> nest = [&](OpBuilder &bb, int64_t d) {
+    if (d == dstType.getRank()) {
+      Value v = memref::LoadOp::create(bb, loc, val, ivs);
+      Value old = memref::AtomicRMWOp::create(bb, loc, *kind, v, dst, ivs);
+      if (fetch)
+        memref::StoreOp::create(bb, loc, old, fetch.getTarget(), ivs);
+      return;
+    }
+    Value lb = arith::ConstantIndexOp::create(bb, loc, 0);
+    Value ub = memref::DimOp::create(bb, loc, dst, d);
+    Value one = arith::ConstantIndexOp::create(bb, loc, 1);
+    scf::ForOp::create(bb, loc, lb, ub, one, ValueRange{},
+                       [&](OpBuilder &ib, Location, Value iv, ValueRange) {
+                         ivs.push_back(iv);
+                         nest(ib, d + 1);
+                         ivs.pop_back();
+                         scf::YieldOp::create(ib, loc);
+                       });
+  };
+  nest(b, 0);
+  if (fetch)
+    fetch->erase();
+  op->erase();
+  return success();
+}
+
 struct LowerAscendLinalgToCPUPass
     : mlir::tdist::impl::LowerAscendLinalgToCPUBase<LowerAscendLinalgToCPUPass> {
   void runOnOperation() override {
@@ -207,12 +315,20 @@ struct LowerAscendLinalgToCPUPass
       if (op->use_empty())
         op->erase();
 
+    bool ok = true;
+    SmallVector<linalg::GenericOp> atomics;
+    module.walk([&](linalg::GenericOp g) {
+      if (g->hasAttr("GenericAtomicRMW"))
+        atomics.push_back(g);
+    });
+    for (linalg::GenericOp g : atomics)
+      ok &= succeeded(lowerAtomicGeneric(g));
+
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (!op->isRegistered())
         ops.push_back(op);
     });
-    bool ok = true;
     for (Operation *op : ops) {
       StringRef name = op->getName().getStringRef();
       LogicalResult done = success();

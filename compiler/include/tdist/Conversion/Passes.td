@@ -82,7 +82,8 @@ def LowerAscendLinalgToCPU : Pass<"lower-ascend-linalg-to-cpu", "ModuleOp"> {
     is an error ("<op> has no CPU lowering").
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect"];
+                           "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
 def ConvertDistributedToLLVM : Pass<"convert-distributed-to-llvm", "ModuleOp"> {

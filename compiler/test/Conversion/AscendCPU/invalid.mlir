@@ -64,3 +64,16 @@ func.func @k(%x: i32) {
   %r = hivm.hir.custom {hivm.is_distributed, symbol = "aclshmem_my_pe"} "dist.aclshmem_my_pe" ins(%x : i32) -> i32
   return
 }
+
+// -----
+
+// An atomic kind the CPU has no atomic_rmw for is refused, naming it.
+#map = affine_map<(d0) -> (d0)>
+func.func @k(%dst: memref<1xf32>, %v: memref<1xf32>) {
+  // expected-error @+1 {{(triton-ascend atomic 'and') has no CPU lowering: unknown kind for element type f32}}
+  linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%dst, %v : memref<1xf32>, memref<1xf32>) outs(%dst : memref<1xf32>) attrs = {GenericAtomicRMW = "and"} {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    linalg.yield %b : f32
+  }
+  return
+}
