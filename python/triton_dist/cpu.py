@@ -17,6 +17,7 @@ pointer parameters, Python ints / floats or numpy scalars for scalars, constexpr
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -126,28 +127,36 @@ def compile_cpu(fn, signature, constants) -> CompiledCPU:
     st = os.stat(opt)  # a rebuilt compiler lowers anew
     digest = hashlib.sha256(f"{compiled.ttadapter}{entry}{opt}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:24]
     so = _cache_dir() / f"{name}-{digest}.so"
-    if not so.is_file():
-        with tempfile.TemporaryDirectory(prefix="tdist-cpu-") as tmp:
-            t = Path(tmp)
-            (t / "k.ttadapter").write_text(compiled.ttadapter)
-            from triton.backends.ascend.compiler import _get_triton_adapter_opt_path
-            _run([_get_triton_adapter_opt_path(), str(t / "k.ttadapter"), "--mlir-print-op-generic", "-o",
-                  str(t / "k.gen.mlir")], "triton-adapter-opt (ttadapter to generic form)")
-            (t / "k.gen.mlir").write_text(_to_mlir22((t / "k.gen.mlir").read_text()))
-            _run([opt, str(t / "k.gen.mlir"), "--allow-unregistered-dialect", "--tdist-pipeline=ascend-cpu", "-o",
-                  str(t / "k.llvm.mlir")], "tdist-opt --tdist-pipeline=ascend-cpu")
-            _run([_tool("mlir-translate"), str(t / "k.llvm.mlir"), "--mlir-to-llvmir", "-o", str(t / "k.ll")],
-                 "mlir-translate-22")
-            # LLVM 22's IR is compiled by LLVM 22 (llc); clang-19 compiles the entry and links.
-            _run([_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic", str(t / "k.ll"), "-o",
-                  str(t / "k.o")], "llc-22 (kernel object)")
-            (t / "entry.c").write_text(entry)
-            tmp_so = t / "k.so"
-            _run(["clang-19", "-O2", "-shared", "-fPIC", str(t / "k.o"), str(t / "entry.c"), "-o", str(tmp_so)],
-                 "clang-19 (kernel shared object)")
-            os.replace(tmp_so, so)
+    with open(so.with_suffix(".lock"), "w") as lock:
+        # The ranks of a job compile the same kernels at once: one compiles, the others wait for it.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not so.is_file():
+            _build_so(so, compiled, entry, opt)
     out = _compiled[key] = CompiledCPU(so, name, sig_types)
     return out
+
+
+def _build_so(so, compiled, entry, opt):
+    """ttadapter text -> kernel shared object at ``so`` (written atomically)."""
+    with tempfile.TemporaryDirectory(prefix="tdist-cpu-") as tmp:
+        t = Path(tmp)
+        (t / "k.ttadapter").write_text(compiled.ttadapter)
+        from triton.backends.ascend.compiler import _get_triton_adapter_opt_path
+        _run([_get_triton_adapter_opt_path(), str(t / "k.ttadapter"), "--mlir-print-op-generic", "-o",
+              str(t / "k.gen.mlir")], "triton-adapter-opt (ttadapter to generic form)")
+        (t / "k.gen.mlir").write_text(_to_mlir22((t / "k.gen.mlir").read_text()))
+        _run([opt, str(t / "k.gen.mlir"), "--allow-unregistered-dialect", "--tdist-pipeline=ascend-cpu", "-o",
+              str(t / "k.llvm.mlir")], "tdist-opt --tdist-pipeline=ascend-cpu")
+        _run([_tool("mlir-translate"), str(t / "k.llvm.mlir"), "--mlir-to-llvmir", "-o", str(t / "k.ll")],
+             "mlir-translate-22")
+        # LLVM 22's IR is compiled by LLVM 22 (llc); clang-19 compiles the entry and links.
+        _run([_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic", str(t / "k.ll"), "-o",
+              str(t / "k.o")], "llc-22 (kernel object)")
+        (t / "entry.c").write_text(entry)
+        tmp_so = t / "k.so"
+        _run(["clang-19", "-O2", "-shared", "-fPIC", str(t / "k.o"), str(t / "entry.c"), "-o", str(tmp_so)],
+             "clang-19 (kernel shared object)")
+        os.replace(tmp_so, so)
 
 
 _rt = None
