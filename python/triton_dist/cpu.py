@@ -93,6 +93,12 @@ void tdist_kernel_entry(void *p) {{
 """
 
 
+# tdist-opt's passes for the generic ttadapter text. triton-ascend leaves elementwise arithmetic on
+# whole tiles as arith ops on tensors (``arith.addf`` of a loop's accumulator, ``arith.select`` of a
+# tl.where), which one-shot bufferization cannot take ("op was not bufferized") and arith-to-llvm
+# refuses for a tensor condition; they become linalg.generic first.
+_CPU_PASSES = ("--convert-elementwise-to-linalg", "--tdist-pipeline=ascend-cpu")
+
 # Ops triton-ascend's MLIR spells differently from MLIR 22 (same operands, attributes and meaning).
 _RENAMED_OPS = {'"bufferization.to_memref"': '"bufferization.to_buffer"'}
 
@@ -125,7 +131,8 @@ def compile_cpu(fn, signature, constants) -> CompiledCPU:
     entry = _entry_source(name, sig_types)
     opt = ascend.find_tool("tdist-opt", "TDIST_OPT")
     st = os.stat(opt)  # a rebuilt compiler lowers anew
-    digest = hashlib.sha256(f"{compiled.ttadapter}{entry}{opt}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:24]
+    digest = hashlib.sha256(f"{compiled.ttadapter}{entry}{opt}:{st.st_size}:{st.st_mtime_ns}:{_CPU_PASSES}".encode()
+                            ).hexdigest()[:24]
     so = _cache_dir() / f"{name}-{digest}.so"
     with open(so.with_suffix(".lock"), "w") as lock:
         # The ranks of a job compile the same kernels at once: one compiles, the others wait for it.
@@ -145,8 +152,8 @@ def _build_so(so, compiled, entry, opt):
         _run([_get_triton_adapter_opt_path(), str(t / "k.ttadapter"), "--mlir-print-op-generic", "-o",
               str(t / "k.gen.mlir")], "triton-adapter-opt (ttadapter to generic form)")
         (t / "k.gen.mlir").write_text(_to_mlir22((t / "k.gen.mlir").read_text()))
-        _run([opt, str(t / "k.gen.mlir"), "--allow-unregistered-dialect", "--tdist-pipeline=ascend-cpu", "-o",
-              str(t / "k.llvm.mlir")], "tdist-opt --tdist-pipeline=ascend-cpu")
+        _run([opt, str(t / "k.gen.mlir"), "--allow-unregistered-dialect", *_CPU_PASSES, "-o",
+              str(t / "k.llvm.mlir")], "tdist-opt " + " ".join(_CPU_PASSES))
         _run([_tool("mlir-translate"), str(t / "k.llvm.mlir"), "--mlir-to-llvmir", "-o", str(t / "k.ll")],
              "mlir-translate-22")
         # LLVM 22's IR is compiled by LLVM 22 (llc); clang-19 compiles the entry and links.
