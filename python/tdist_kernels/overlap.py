@@ -94,8 +94,12 @@ def ag_gemm_kernel(
         nmask = rn < N
         rk = tl.arange(0, BLOCK_K)
         own = (row0 // M == rank) & (last // M == rank)
+        b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
+        # The k loop runs inside each branch: a pointer that leaves an if/else crashes triton-ascend
+        # 3.2's triton-to-unstructure, and the branch is uniform per tile anyway.
         if own:
             a_ptrs = a_ptr + (rm - rank * M).to(tl.int64)[:, None] * K + rk[None, :]
+            acc = _k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
         else:
             src0 = row0 // M
             src1 = last // M
@@ -105,8 +109,7 @@ def ag_gemm_kernel(
                            "acquire", waitValue=1, timeout_ns=WAIT_NS)
             g = dl.consume_token(dl.consume_token(gather_ptr, tok), tok2)
             a_ptrs = g + rm.to(tl.int64)[:, None] * K + rk[None, :]
-        b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
-        acc = _k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
+            acc = _k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
         c = acc.to(c_ptr.dtype.element_ty)
         rm_s = row0 + tl.arange(0, BLOCK_M)
         tl.store(c_ptr + rm_s.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn, c,

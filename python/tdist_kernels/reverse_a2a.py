@@ -215,10 +215,12 @@ def reverse_a2a_bulk_kernel(
                 bd = tmp // H
                 offs_d = bd * BLOCK_D + cols
                 mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
-                if r == rank:
-                    p_offs = rank * seg + buf * BLOCK_S * stride_ps + rows[:, None] * stride_ps + h * D + offs_d[None, :]
-                else:
-                    p_offs = r * seg + offs_s.to(tl.int64)[:, None] * stride_ps + h * D + offs_d[None, :]
+                # the own slot's rows come from the double buffer (row buf * BLOCK_S), a peer's from
+                # its segment (row bs * BLOCK_S); chosen arithmetically: an offset tensor that leaves an
+                # if/else aborts triton-ascend 3.2's triton-to-linalg
+                own = (r == rank).to(tl.int32)
+                row0 = bs * BLOCK_S + own * (buf - bs) * BLOCK_S
+                p_offs = r * seg + (row0 + rows).to(tl.int64)[:, None] * stride_ps + h * D + offs_d[None, :]
                 x = tl.load(peer_ptr + p_offs, mask=mask, other=0.0)
                 c_offs = offs_s.to(tl.int64)[:, None] * stride_cs + (r * H + h) * stride_ch + offs_d[None, :] * stride_cd
                 tl.store(c_ptr + c_offs, x, mask=mask)
@@ -307,16 +309,15 @@ def reverse_a2a_wait_notify_kernel(
                 bd = tmp // H
                 offs_d = bd * BLOCK_D + cols
                 mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
-                if r == rank:
-                    tok = dl.wait(sig_ptr + (region_b + buf * tasks_per_block + tmp) * SIG, 1, "gpu", "acquire",
-                                  waitValue=1, timeout_ns=WAIT_NS)
-                    src = dl.consume_token(peer_ptr, tok)
-                    p_offs = rank * seg + buf * BLOCK_S * stride_ps + rows[:, None] * stride_ps + h * D + offs_d[None, :]
-                else:
-                    tok = dl.wait(sig_ptr + (bs * world + r) * SIG, 1, "gpu", "acquire", waitValue=1,
-                                  timeout_ns=WAIT_NS)
-                    src = dl.consume_token(peer_ptr, tok)
-                    p_offs = r * seg + offs_s.to(tl.int64)[:, None] * stride_ps + h * D + offs_d[None, :]
+                # the own slot: region B credit, rows of the double buffer; a peer: region A slot
+                # (bs, r), rows of its segment. Chosen arithmetically, one wait: a pointer or offset
+                # tensor that leaves an if/else crashes triton-ascend 3.2's triton-to-unstructure
+                own = (r == rank).to(tl.int32)
+                slot = own * (region_b + buf * tasks_per_block + tmp) + (1 - own) * (bs * world + r)
+                tok = dl.wait(sig_ptr + slot * SIG, 1, "gpu", "acquire", waitValue=1, timeout_ns=WAIT_NS)
+                src = dl.consume_token(peer_ptr, tok)
+                row0 = bs * BLOCK_S + own * (buf - bs) * BLOCK_S
+                p_offs = r * seg + (row0 + rows).to(tl.int64)[:, None] * stride_ps + h * D + offs_d[None, :]
                 x = tl.load(src + p_offs, mask=mask, other=0.0)
                 c_offs = offs_s.to(tl.int64)[:, None] * stride_cs + (r * H + h) * stride_ch + offs_d[None, :] * stride_cd
                 tl.store(c_ptr + c_offs, x, mask=mask)

@@ -93,11 +93,8 @@ void tdist_kernel_entry(void *p) {{
 """
 
 
-# tdist-opt's passes for the generic ttadapter text. triton-ascend leaves elementwise arithmetic on
-# whole tiles as arith ops on tensors (``arith.addf`` of a loop's accumulator, ``arith.select`` of a
-# tl.where), which one-shot bufferization cannot take ("op was not bufferized") and arith-to-llvm
-# refuses for a tensor condition; they become linalg.generic first.
-_CPU_PASSES = ("--convert-elementwise-to-linalg", "--tdist-pipeline=ascend-cpu")
+# tdist-opt's pipeline for the generic ttadapter text (compiler/lib/Conversion/Pipelines.cpp).
+_CPU_PASSES = ("--tdist-pipeline=ascend-cpu",)
 
 # Ops triton-ascend's MLIR spells differently from MLIR 22 (same operands, attributes and meaning).
 _RENAMED_OPS = {'"bufferization.to_memref"': '"bufferization.to_buffer"'}

@@ -25,7 +25,6 @@ Grids follow ops.py's rules for a small "SM budget" (``NSM``), so every launch h
 programs: the CPU runs each program on a thread of one 2-core machine.
 """
 import os
-import re
 import sys
 import threading
 import time
@@ -379,27 +378,6 @@ OPS = {
     "gemm_rs": op_gemm_rs,
 }
 
-# Ops that fail on CPU ranks for a reason outside this program: op -> (what fails, a pattern its
-# error matches). They still run; a matching failure prints "XFAIL <op>: ..." and does not count, any
-# other failure counts, and a pass prints "PASS <op>".
-#
-# triton-ascend 3.2's triton-adapter-opt cannot take a pointer, or a tensor of pointer offsets, that
-# flows out of an scf.if (an if/else on runtime scalars choosing where a load reads). Pure Triton, no
-# dl.* involved:  `if r == rank: offs = rows * 2` / `else: offs = rows + r`; `tl.load(x + offs)`
-# aborts in --triton-to-linalg (BlockPtrAnalysis.cpp:484, "encountered AddPtrOp produced by
-# unsupported operation"); `src = x_ptr if ... else y_ptr` (an scf.if yielding !tt.ptr) segfaults in
-# --triton-to-unstructure. A load inside each branch, or tl.where on the offsets, compiles.
-_IF_PTR = r"triton-adapter-opt.*died with <Signals\.SIG(ABRT|SEGV)"
-KNOWN_FAILING = {
-    "reverse_a2a_bulk": ("triton-ascend: consumer's p_offs chosen by `if r == rank` (scf.if yielding the "
-                         "offset tensor) aborts triton-to-linalg", _IF_PTR),
-    "reverse_a2a_wait_notify": ("triton-ascend: consumer's src/p_offs chosen by `if r == rank` (scf.if "
-                                "yielding !tt.ptr and offsets) segfaults triton-to-unstructure", _IF_PTR),
-    "ag_gemm": ("triton-ascend: a_ptrs chosen by `if own` (scf.if yielding a tensor of !tt.ptr) segfaults "
-                "triton-to-unstructure", _IF_PTR),
-}
-
-
 def main(argv):
     import shmem as ash
     names = argv or list(OPS)
@@ -408,7 +386,7 @@ def main(argv):
         sys.exit(f"unknown ops {unknown}; known: {list(OPS)}")
     ash.init_from_env(local_mem_size=1 << 26)
     ctx = Ctx()
-    failures = known = 0
+    failures = 0
     t_all = time.time()
     for name in names:
         t0 = time.time()
@@ -423,15 +401,12 @@ def main(argv):
         ctx.barrier()
         if bad is None:
             print(f"PASS {name}", flush=True)
-        elif name in KNOWN_FAILING and re.search(KNOWN_FAILING[name][1], bad):
-            known += 1
-            print(f"XFAIL {name}: {KNOWN_FAILING[name][0]} ({bad[:300]})", flush=True)
         else:
             failures += 1
             print(f"FAIL {name}: {bad}", flush=True)
         print(f"  {name}: {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
     print(f"  all: {time.time() - t_all:.1f} s", file=sys.stderr, flush=True)
-    print(f"{len(names)} ops, {failures} failures" + (f", {known} known-failing" if known else ""), flush=True)
+    print(f"{len(names)} ops, {failures} failures", flush=True)
     ash.aclshmem_finalize()
     return 1 if failures else 0
 

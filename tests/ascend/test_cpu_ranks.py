@@ -11,7 +11,8 @@ from conftest import REPO
 
 
 def _run(n, script, *args, timeout=600):
-    env = dict(os.environ, TDIST_PLATFORM="cpu", TDIST_WAIT_TIMEOUT_MS="30000")
+    env = dict(os.environ, TDIST_PLATFORM="cpu", TDIST_WAIT_TIMEOUT_MS="30000",
+               PYTHONPATH=os.pathsep.join([str(REPO / "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     cmd = [sys.executable, str(REPO / "tools" / "tdist-run"), "-n", str(n), "--", sys.executable, str(script), *args]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
     return r
@@ -27,14 +28,11 @@ def test_ring_kernel_on_cpu_ranks(n):
 @pytest.mark.parametrize("n", [2, 4])
 def test_every_kernel_on_cpu_ranks(n):
     """tests/ascend/cpu_kernels_worker.py: every tdist_kernels kernel, ops.py's host protocol in
-    numpy, several calls each; every op passes on every rank, or fails only as its known failure
-    (KNOWN_FAILING, a lowering problem outside the worker)."""
+    numpy, several calls each; every op passes on every rank."""
     import cpu_kernels_worker as w
     r = _run(n, REPO / "tests" / "ascend" / "cpu_kernels_worker.py")
     assert r.returncode == 0, r.stdout + r.stderr
     lines = [ln.split("] ", 1)[-1] for ln in r.stdout.splitlines()]
     for op in w.OPS:
-        passed = sum(ln == f"PASS {op}" for ln in lines)
-        known = sum(ln.startswith(f"XFAIL {op}: ") for ln in lines) if op in w.KNOWN_FAILING else 0
-        assert passed + known == n, (op, r.stdout)
+        assert sum(ln == f"PASS {op}" for ln in lines) == n, (op, r.stdout)
     assert sum(ln.startswith(f"{len(w.OPS)} ops, 0 failures") for ln in lines) == n, r.stdout

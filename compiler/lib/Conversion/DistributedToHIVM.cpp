@@ -23,6 +23,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 namespace mlir::tdist {
+#define GEN_PASS_DEF_ASCENDEXACTADDRESSES
 #define GEN_PASS_DEF_CONVERTDISTRIBUTEDTOHIVM
 #include "tdist/Conversion/Passes.h.inc"
 } // namespace mlir::tdist
@@ -302,44 +303,77 @@ Type callType(Type t) {
   return t;
 }
 
-/// `v` as an i64 address: `tt.ptr_to_int` (generic: `tt` is not registered) or llvm.ptrtoint.
-Value toCallValue(OpBuilder &b, Location loc, Value v) {
+/// The exact address of a `!tt.ptr` (or a tensor of them) as i64 (or a tensor of i64), for
+/// triton-ascend 3.2: through `tt.addptr` chains down to a kernel argument or a `tt.int_to_ptr`,
+/// adding `offset * sizeof(T)` in arith, because that toolchain lowers `tt.ptr_to_int` of an addptr
+/// to the reinterpreted memref's aligned base and so drops the offset (AscendExactAddresses).
+Value exactAddress(OpBuilder &b, Location loc, Value ptr) {
   Type i64 = b.getI64Type();
-  if (isTritonPointerType(v.getType())) {
-    Operation *def = v.getDefiningOp();
-    // A pointer that an earlier call returned: pass its i64 on (no int_to_ptr / ptr_to_int
-    // round trip, which triton-ascend's Linalg lowering leaves behind).
-    if (def && def->getName().getStringRef() == "tt.int_to_ptr" && def->getNumOperands() == 1 &&
-        def->getOperand(0).getType() == i64)
-      return def->getOperand(0);
-    // `tt.addptr %base, %off`: the base's address plus the offset in bytes, in arith.
-    // triton-ascend 3.2 lowers `tt.ptr_to_int` of an addptr to the *aligned base pointer* of the
-    // reinterpreted memref (memref.extract_aligned_pointer_as_index), which drops the offset; a
-    // kernel argument's or a returned pointer's address is exact, so only those reach ptr_to_int.
-    if (def && def->getName().getStringRef() == "tt.addptr" && def->getNumOperands() == 2 &&
-        isTritonPointerType(def->getOperand(0).getType()) &&
-        isa<IntegerType>(def->getOperand(1).getType())) {
-      Value base = toCallValue(b, loc, def->getOperand(0));
-      Value off = def->getOperand(1);
-      if (off.getType() != i64)
-        off = arith::ExtSIOp::create(b, loc, i64, off);
-      Type pointee = getPointeeType(def->getOperand(0).getType());
+  auto shaped = dyn_cast<RankedTensorType>(ptr.getType());
+  Type intType = shaped ? Type(RankedTensorType::get(shaped.getShape(), i64)) : i64;
+  Operation *def = ptr.getDefiningOp();
+  // A pointer made from an integer (an earlier call's result): that integer.
+  if (def && def->getName().getStringRef() == "tt.int_to_ptr" && def->getNumOperands() == 1 &&
+      def->getOperand(0).getType() == intType)
+    return def->getOperand(0);
+  if (def && def->getName().getStringRef() == "tt.addptr" && def->getNumOperands() == 2) {
+    Value base = exactAddress(b, loc, def->getOperand(0));
+    Value off = def->getOperand(1);
+    Type offElem = getElementTypeOrSelf(off.getType());
+    if (offElem.isInteger(64) || offElem.isInteger(32) || offElem.isInteger(16) || offElem.isInteger(8)) {
+      if (!offElem.isInteger(64))
+        off = arith::ExtSIOp::create(b, loc, intType, off);
+      Type pointee = getPointeeType(getElementTypeOrSelf(def->getOperand(0).getType()));
       int64_t bytes = pointee && pointee.isIntOrFloat()
                           ? std::max<int64_t>(1, pointee.getIntOrFloatBitWidth() / 8)
                           : 8; // a pointer to a pointer
-      Value scale = arith::ConstantIntOp::create(b, loc, bytes, 64);
+      Value scale = shaped ? Value(arith::ConstantOp::create(
+                                 b, loc, DenseElementsAttr::get(cast<ShapedType>(intType),
+                                                                b.getI64IntegerAttr(bytes).getValue())))
+                           : Value(arith::ConstantIntOp::create(b, loc, bytes, 64));
       Value delta = arith::MulIOp::create(b, loc, off, scale);
       return arith::AddIOp::create(b, loc, base, delta);
     }
-    OperationState state(loc, "tt.ptr_to_int");
-    state.addOperands(v);
-    state.addTypes(i64);
-    return b.create(state)->getResult(0);
   }
+  OperationState state(loc, "tt.ptr_to_int");
+  state.addOperands(ptr);
+  state.addTypes(intType);
+  return b.create(state)->getResult(0);
+}
+
+/// `v` as an i64 address: the exact address of a `!tt.ptr`, llvm.ptrtoint of an `!llvm.ptr`.
+Value toCallValue(OpBuilder &b, Location loc, Value v) {
+  if (isTritonPointerType(v.getType()))
+    return exactAddress(b, loc, v);
   if (isa<LLVM::LLVMPointerType>(v.getType()))
-    return LLVM::PtrToIntOp::create(b, loc, i64, v);
+    return LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), v);
   return v;
 }
+
+struct AscendExactAddressesPass
+    : mlir::tdist::impl::AscendExactAddressesBase<AscendExactAddressesPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> casts;
+    getOperation().walk([&](Operation *op) {
+      if (op->getName().getStringRef() == "tt.ptr_to_int" && op->getNumOperands() == 1) {
+        Operation *def = op->getOperand(0).getDefiningOp();
+        if (def && def->getName().getStringRef() == "tt.addptr")
+          casts.push_back(op);
+      }
+    });
+    for (Operation *op : casts) {
+      OpBuilder b(op);
+      Value exact = exactAddress(b, op->getLoc(), op->getOperand(0));
+      if (exact.getType() != op->getResult(0).getType()) {
+        op->emitOpError() << "address of type " << exact.getType() << " for a result of type "
+                          << op->getResult(0).getType();
+        return signalPassFailure();
+      }
+      op->getResult(0).replaceAllUsesWith(exact);
+      op->erase();
+    }
+  }
+};
 
 /// The call result `v` (i64 for a pointer) as a value of `type`.
 Value fromCallValue(OpBuilder &b, Location loc, Value v, Type type) {

@@ -42,11 +42,17 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
     ConvertDistributedToHIVMOptions options;
     options.form = "call";
     pm.addPass(createConvertDistributedToHIVM(options));
+    // Every address the kernel takes of an offset pointer, its own code's included.
+    pm.addPass(createAscendExactAddresses());
     return success();
   }
   if (target == "ascend-cpu") {
     // docs/COMPILE.md section 4: triton-ascend's ttadapter output (generic form) to LLVM.
     pm.addPass(createLowerAscendLinalgToCPU());
+    // triton-ascend leaves elementwise arithmetic on whole tiles as arith ops on tensors (a loop's
+    // accumulator, the select of a tl.where), which one-shot bufferization cannot take and
+    // arith-to-llvm refuses for a tensor condition: they become linalg.generic first.
+    pm.addPass(createConvertElementwiseToLinalgPass());
     pm.addPass(createConvertLinalgToAffineLoopsPass());
     pm.addPass(bufferization::createEmptyTensorEliminationPass());
     pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());

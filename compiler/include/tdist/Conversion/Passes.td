@@ -5,6 +5,20 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AscendExactAddresses : Pass<"tdist-ascend-exact-addresses", "ModuleOp"> {
+  let summary = "Rewrite tt.ptr_to_int of a tt.addptr as base address + offset * element size";
+  let description = [{
+    triton-ascend 3.2 lowers `tt.ptr_to_int(tt.addptr(%p, %off))` to the aligned base pointer of
+    the reinterpreted memref (`memref.extract_aligned_pointer_as_index`), which drops `%off`: a
+    kernel that turns an offset pointer into an address (a bulk copy's source, an aclshmem call's
+    operand) would read or write at the base. Part of the ttadapter-stage insertion
+    (`--tdist-pipeline=ascend-ttir`), this pass rewrites every such address, scalar or tensor, as
+    `ptr_to_int(root) + off * sizeof(T)` in arith, down to a kernel argument or a pointer made by
+    `tt.int_to_ptr` (whose integer is used directly); those are exact in triton-ascend.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ConvertDistributedToHIVM : Pass<"convert-distributed-to-hivm", "ModuleOp"> {
   let summary = "Lower the distributed ops to hivm.hir.custom calls of the aclshmem library";
   let description = [{
