@@ -67,7 +67,6 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
     pm.addPass(createLowerAffinePass());
     pm.addPass(createConvertLinalgToLoopsPass());
     pm.addPass(createSCFToControlFlowPass());
-    pm.addPass(createConvertControlFlowToLLVMPass());
     pm.addPass(createArithToLLVMConversionPass());
     pm.addPass(createConvertMathToLLVMPass());
     pm.addPass(createConvertIndexToLLVMPass());
@@ -75,6 +74,9 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createFinalizeMemRefToLLVMConversionPass());
     pm.addPass(createConvertFuncToLLVMPass());
+    // After memref and func: a loop that carries a tile (a memref once bufferized) has memref
+    // block arguments, which only func-to-llvm's region conversion turns into LLVM types.
+    pm.addPass(createConvertControlFlowToLLVMPass());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createArithToLLVMConversionPass());
     pm.addPass(createReconcileUnrealizedCastsPass());
