@@ -117,3 +117,56 @@ def test_cli_writes_the_files(tmp_path):
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["ring_kernel.dist.ttir", "ring_kernel.hivm.ttir", "ring_kernel.ttadapter", "ring_kernel.ttir"]
     assert "aclshmem_wait_int64" in (tmp_path / "ring_kernel.ttadapter").read_text()
+
+
+def _kernel_cases():
+    import tdist_kernels
+    return {c[0]: c for c in tdist_kernels.all_compile_cases("fp16")}
+
+
+# The aclshmem symbols each kernel's ttadapter file calls (fp16 data, int64 signals): exactly these.
+_BASE = {"aclshmem_fence", "aclshmem_int64_p", "aclshmem_ptr_half"}
+EXPECTED_CALLS = {
+    "reverse_a2a_mte": _BASE | {"aclshmem_wait_int64", "aclshmem_consume_token_half_ptr", "aclshmem_ptr_int64"},
+    "reverse_a2a_bulk": _BASE | {"aclshmem_signal_wait_until"},
+    "reverse_a2a_wait_notify": _BASE | {"aclshmem_wait_int64", "aclshmem_consume_token_half_ptr"},
+    "reverse_a2a_direct": _BASE | {"aclshmem_wait_int64", "aclshmem_consume_token_half_ptr", "aclshmem_ptr_int64"},
+    "dispatch_a2a": _BASE | {"aclshmem_signal_wait_until"},
+    "dispatch_a2a_direct": _BASE | {"aclshmem_wait_int64", "aclshmem_consume_token_half_ptr", "aclshmem_ptr_int64"},
+    "allreduce_one_shot": _BASE | {"aclshmem_signal_wait_until"},
+    "allreduce_two_shot": _BASE | {"aclshmem_signal_wait_until"},
+    "allreduce_ring": _BASE | {"aclshmem_wait_int64", "aclshmem_consume_token_half_ptr"},
+    "ag_gemm": {"aclshmem_wait_int64", "aclshmem_consume_token_half_ptr"},
+    "gemm_rs": {"aclshmem_fence", "aclshmem_int64_p", "aclshmem_ptr_float"},
+    "rs_reduce": {"aclshmem_wait_int64", "aclshmem_consume_token_float_ptr"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_CALLS))
+def test_tdist_kernels_to_ttadapter(name):
+    """Every communication kernel of tdist_kernels compiles with the real triton-ascend to the
+    ttadapter file, each distributed op an aclshmem call with the seed's attributes."""
+    _, fn, sig, cst, _ = _kernel_cases()[name]
+    c = _compile(fn, sig, cst)
+    calls = _calls(c.ttadapter)
+    seen = {s for s, _ in calls}
+    assert seen == EXPECTED_CALLS[name], (name, sorted(seen))
+    dot = "tt.dot" in c.ttir
+    for sym, attrs in calls:
+        attrs = attrs or ""
+        assert "hivm.is_distributed" in attrs and "#hivm.pipe<PIPE_S>" in attrs and f'symbol = "{sym}"' in attrs, \
+            (sym, attrs)
+        if sym.startswith(("aclshmem_putmem", "aclshmem_getmem", "aclshmemx_barrier_all_vec")):
+            want = "VECTOR"
+        elif sym.startswith("aclshmem_barrier_all"):
+            want = "CUBE_AND_VECTOR"
+        else:
+            want = "CUBE_AND_VECTOR" if dot else "VECTOR"
+        assert f"#hivm.tcore_type<{want}>" in attrs, (sym, attrs)
+    assert "libtdist_device" not in c.ttadapter and "libshmem_device" not in c.ttadapter
+
+
+def test_ll_allreduce_is_refused_on_ascend():
+    _, fn, sig, cst, _ = _kernel_cases()["allreduce_ll"]
+    with pytest.raises(Exception, match="all_reduce one_shot_ll is not available on ascend"):
+        _compile(fn, sig, cst)
