@@ -542,6 +542,10 @@ def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
     what = "ag_gemm"
     dt = _check_gemm_operands(what, a, b)
     a = a.contiguous()
+    if a.data_ptr() % 16:
+        # ag_gemm_kernel addresses the own rows from the gather buffer and assumes both 16-byte
+        # aligned (vector loads); an offset view is copied once rather than read wrongly
+        a = a.clone()
     M, K = a.shape
     N = b.shape[1]
     W, me = tdist.n_pes(), tdist.my_pe()

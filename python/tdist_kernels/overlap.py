@@ -33,6 +33,7 @@ Signals are set once per launch; the host protocol (zero, barrier, launch, barri
 """
 import triton
 import triton.language as tl
+from triton.language import core as tlc
 
 import triton_dist.language as dl
 
@@ -49,6 +50,12 @@ def _tile_of(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
     tm = first_m + (pid % width) % gsize
     tn = (pid % width) // gsize
     return tm, tn
+
+
+@tlc.builtin
+def _elem_bytes(p, _semantic=None, _builder=None):
+    """Bytes per element of the pointer ``p`` (a constant), in either front end."""
+    return tl.constexpr(tlc._unwrap_if_constexpr(p).dtype.element_ty.primitive_bitwidth // 8)
 
 
 @triton.jit
@@ -94,22 +101,27 @@ def ag_gemm_kernel(
         nmask = rn < N
         rk = tl.arange(0, BLOCK_K)
         own = (row0 // M == rank) & (last // M == rank)
-        b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
-        # The k loop runs inside each branch: a pointer that leaves an if/else crashes triton-ascend
-        # 3.2's triton-to-unstructure, and the branch is uniform per tile anyway.
-        if own:
-            a_ptrs = a_ptr + (rm - rank * M).to(tl.int64)[:, None] * K + rk[None, :]
-            acc = _k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
-        else:
+        # A tile of other ranks' rows waits for their chunk signals; the own rows are read in place.
+        # Only a token leaves the if, and the own rows are addressed as an offset from the gather
+        # buffer: a pointer that leaves an if/else crashes triton-ascend 3.2's triton-to-unstructure.
+        tok = rank * 0
+        if own == 0:
             src0 = row0 // M
             src1 = last // M
-            tok = dl.wait(sig_ptr + (src0 * n_chunks + (row0 - src0 * M) // CHUNK_M) * SIG, 1, "gpu", "acquire",
-                          waitValue=1, timeout_ns=WAIT_NS)
+            tok1 = dl.wait(sig_ptr + (src0 * n_chunks + (row0 - src0 * M) // CHUNK_M) * SIG, 1, "gpu", "acquire",
+                           waitValue=1, timeout_ns=WAIT_NS)
             tok2 = dl.wait(sig_ptr + (src1 * n_chunks + (last - src1 * M) // CHUNK_M) * SIG, 1, "gpu",
                            "acquire", waitValue=1, timeout_ns=WAIT_NS)
-            g = dl.consume_token(dl.consume_token(gather_ptr, tok), tok2)
-            a_ptrs = g + rm.to(tl.int64)[:, None] * K + rk[None, :]
-            acc = _k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
+            tok = tok1 | tok2
+        g = dl.consume_token(gather_ptr, tok)
+        own64 = own.to(tl.int64)
+        # elements from the gather buffer to a (both 16-byte aligned, so a multiple of 16 bytes)
+        gap = a_ptr.to(tl.int64, bitcast=True) - gather_ptr.to(tl.int64, bitcast=True)
+        to_a = tl.multiple_of(own64 * (gap // _elem_bytes(a_ptr)), 16 // _elem_bytes(a_ptr))
+        a_rows = (rm - own.to(tl.int32) * (rank * M)).to(tl.int64)
+        a_ptrs = g + to_a + a_rows[:, None] * K + rk[None, :]
+        b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
+        acc = _k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
         c = acc.to(c_ptr.dtype.element_ty)
         rm_s = row0 + tl.arange(0, BLOCK_M)
         tl.store(c_ptr + rm_s.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn, c,
