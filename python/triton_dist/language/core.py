@@ -50,6 +50,7 @@ _WAIT_DTYPES = {"int32": 32, "int64": 64, "uint64": 64}
 
 
 from ._front import DistributedError, Front, SCOPE_CODES, SEMANTIC_CODES, SIG_OP_CODES, COMM_SCOPE_CODES  # noqa: E402,F401
+from ._front import marker_symbol  # noqa: E402  (device/dist_ops.def: the bitcode names of rank, num_ranks, symm_at)
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,7 +352,7 @@ def rank(axis=-1, _semantic=None, _builder=None):
     f = Front("dl.rank", _semantic, _builder)
     if f.lowering == "marker":
         return f.marker("get_rank", [], [], tl.int32)
-    return _extern("tdist_my_pe", [], [], tl.int32, _semantic)
+    return _extern(marker_symbol("get_rank"), [], [], tl.int32, _semantic)
 
 
 @tlc.builtin
@@ -361,12 +362,12 @@ def num_ranks(axis=-1, _semantic=None, _builder=None):
     f = Front("dl.num_ranks", _semantic, _builder)
     if f.lowering == "marker":
         return f.marker("get_num_ranks", [], [], tl.int32)
-    return _extern("tdist_n_pes", [], [], tl.int32, _semantic)
+    return _extern(marker_symbol("get_num_ranks"), [], [], tl.int32, _semantic)
 
 
 def _symm_at_i64(ptr, rank_, _semantic):
     r = _semantic.cast(_tensor(rank_, _semantic), tl.int32)
-    return _extern("tdist_ptr_i64", [_to_i64(ptr, _semantic), r], [tl.int64, tl.int32], tl.int64, _semantic)
+    return _extern(marker_symbol("symm_at"), [_to_i64(ptr, _semantic), r], [tl.int64, tl.int32], tl.int64, _semantic)
 
 
 @tlc.builtin
