@@ -20,6 +20,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "ApplyOnce.h"
+#include "Declare.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace mlir::tdist {
@@ -388,34 +389,6 @@ Value fromCallValue(OpBuilder &b, Location loc, Value v, Type type) {
   return v;
 }
 
-/// The module-level `func.func private @symbol` with `llvm.emit_c_interface`, created on first
-/// use; fails (with an error at `op`) if an earlier use or declaration has another signature.
-FailureOr<func::FuncOp> declarationFor(Operation *op, StringRef symbol, FunctionType type) {
-  ModuleOp module = op->getParentOfType<ModuleOp>();
-  while (ModuleOp outer = module->getParentOfType<ModuleOp>())
-    module = outer;
-  Operation *existing = SymbolTable::lookupSymbolIn(module, symbol);
-  if (existing) {
-    auto fn = dyn_cast<func::FuncOp>(existing);
-    if (!fn) {
-      op->emitOpError() << "cannot be lowered for ascend: @" << symbol
-                        << " is already defined by a '" << existing->getName() << "'";
-      return failure();
-    }
-    if (fn.getFunctionType() != type) {
-      op->emitOpError() << "cannot be lowered for ascend: @" << symbol << " is needed as " << type
-                        << " but was declared as " << fn.getFunctionType();
-      return failure();
-    }
-    return fn;
-  }
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToStart(module.getBody());
-  auto fn = func::FuncOp::create(b, module.getLoc(), symbol, type);
-  fn.setPrivate();
-  fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
-  return fn;
-}
 
 //===----------------------------------------------------------------------===//
 // The conversion template
@@ -476,7 +449,8 @@ struct DistToCustom : OpRewritePattern<SourceOp> {
     for (Type t : op->getResultTypes())
       resultTypes.push_back(callType(t));
     FailureOr<func::FuncOp> decl =
-        declarationFor(op, symbol, rewriter.getFunctionType(argTypes, resultTypes));
+        mlir::tdist::declarePrivate(op, symbol, rewriter.getFunctionType(argTypes, resultTypes),
+                                    /*cInterface=*/true, "cannot be lowered for ascend");
     if (failed(decl))
       return failure();
     SmallVector<Value> args;

@@ -14,6 +14,8 @@
 
 #include "tdist/Conversion/Passes.h"
 
+#include "Declare.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -43,26 +45,6 @@ Attribute inherentAttr(Operation *op, StringRef name) {
   return op->getAttr(name);
 }
 
-/// The private declaration `@name : type`, created once; fails if it exists with another type.
-FailureOr<func::FuncOp> declare(ModuleOp module, Operation *user, StringRef name,
-                                FunctionType type, bool cInterface) {
-  if (Operation *existing = SymbolTable::lookupSymbolIn(module, name)) {
-    auto fn = dyn_cast<func::FuncOp>(existing);
-    if (!fn || fn.getFunctionType() != type) {
-      user->emitOpError() << "needs @" << name << " : " << type
-                          << ", but the module already defines @" << name << " differently";
-      return failure();
-    }
-    return fn;
-  }
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToStart(module.getBody());
-  auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
-  fn.setPrivate();
-  if (cInterface)
-    fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
-  return fn;
-}
 
 /// hivm.hir.pointer_cast(%addr : i64, dynamic sizes...) : memref<...xT> over that address:
 /// a row-major descriptor {ptr, ptr, 0, sizes, strides} cast to the memref type (the cast
@@ -140,8 +122,9 @@ LogicalResult lowerSyncBlock(Operation *op, StringRef kind, ModuleOp module) {
                                 "supported";
   OpBuilder b(op);
   FailureOr<func::FuncOp> fn =
-      declare(module, op, ("tdist_cpu_sync_block_" + kind).str(),
-              b.getFunctionType({b.getI32Type()}, {}), /*cInterface=*/false);
+      mlir::tdist::declarePrivate(op, ("tdist_cpu_sync_block_" + kind).str(),
+                                  b.getFunctionType({b.getI32Type()}, {}), /*cInterface=*/false,
+                                  "has no CPU lowering");
   if (failed(fn))
     return failure();
   Value event = arith::ConstantIntOp::create(b, op->getLoc(), id.getInt(), 32);
@@ -160,9 +143,9 @@ LogicalResult lowerExternElementwise(Operation *op, ModuleOp module) {
                                 "supported";
   OpBuilder b(op);
   FailureOr<func::FuncOp> fn =
-      declare(module, op, symbol.getValue(),
-              b.getFunctionType(op->getOperandTypes(), op->getResultTypes()),
-              /*cInterface=*/true);
+      mlir::tdist::declarePrivate(op, symbol.getValue(),
+                                  b.getFunctionType(op->getOperandTypes(), op->getResultTypes()),
+                                  /*cInterface=*/true, "has no CPU lowering");
   if (failed(fn))
     return failure();
   auto call = func::CallOp::create(b, op->getLoc(), *fn, op->getOperands());

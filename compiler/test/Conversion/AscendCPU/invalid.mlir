@@ -44,7 +44,7 @@ func.func @k(%id: index) {
 func.func private @tdist_cpu_sync_block_all(i64)
 
 func.func @k() {
-  // expected-error @+1 {{'hivm.hir.sync_block_all' op needs @tdist_cpu_sync_block_all : '(i32) -> ()', but the module already defines @tdist_cpu_sync_block_all differently}}
+  // expected-error @+1 {{'hivm.hir.sync_block_all' op has no CPU lowering: @tdist_cpu_sync_block_all is needed as '(i32) -> ()' but was declared as '(i64) -> ()'}}
   "hivm.hir.sync_block_all"() <{static_flag_id = 1 : index}> : () -> ()
   return
 }
