@@ -225,6 +225,9 @@ def launch(fn, grid, *args, **constexprs):
     keep, argv = [], (ctypes.c_void_p * max(1, len(args)))()
     for i, (a, ty) in enumerate(zip(args, sig.values())):
         if ty.startswith("*"):
+            if not a.flags.c_contiguous:
+                raise ValueError(f"{fn.__name__}: argument {i} is a non-contiguous numpy view (strides {a.strides}); "
+                                 "a pointer argument addresses contiguous memory: pass np.ascontiguousarray(x)")
             base = a.__array_interface__["data"][0]
             d = MemRef1D(base, base, 0, int(np.prod(a.shape)) if a.ndim else 1, 1)
         else:
