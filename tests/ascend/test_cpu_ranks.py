@@ -36,3 +36,11 @@ def test_every_kernel_on_cpu_ranks(n):
     for op in w.OPS:
         assert sum(ln == f"PASS {op}" for ln in lines) == n, (op, r.stdout)
     assert sum(ln.startswith(f"{len(w.OPS)} ops, 0 failures") for ln in lines) == n, r.stdout
+
+
+def test_bad_launches_are_named_errors():
+    """tests/ascend/cpu_launch_errors.py: a non-contiguous array, a missing argument or constexpr
+    and a grid over the CPU limit each fail with an error that names them."""
+    r = _run(1, REPO / "tests" / "ascend" / "cpu_launch_errors.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("] OK ") == 4, r.stdout
