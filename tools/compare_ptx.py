@@ -12,7 +12,6 @@ identical: a front-end change that passes cannot change GPU speed.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
