@@ -68,7 +68,8 @@ def _adapter_opt():
     return _get_triton_adapter_opt_path()
 
 
-def _run(cmd, stdin_text, what):
+def run_tool(cmd, stdin_text, what):
+    """Run one toolchain step; its stderr in the error when it fails."""
     r = subprocess.run(cmd, input=stdin_text, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"tdist: {what} failed (exit {r.returncode}):\n  {' '.join(map(str, cmd))}\n{r.stderr.strip()}")
@@ -82,20 +83,23 @@ def has_markers(ttir: str) -> bool:
 @dataclass
 class Lowered:
     generic: str  # the TTIR in MLIR's generic form
-    dist: str  # after raise-triton-distributed: the seven distributed ops
     hivm: str  # after the HIVM lowering (link-time form): what triton-adapter-opt takes
+    dist: str | None = None  # after raise-triton-distributed alone: the seven ops (when asked for)
 
 
-def lower_ttir(ttir: str) -> Lowered:
-    """The ttadapter-stage insertion: TTIR with markers -> TTIR with aclshmem calls."""
-    generic = _run([_adapter_opt(), "-", "--mlir-print-op-generic", "--mlir-print-debuginfo", "-o", "-"], ttir,
-                   "triton-adapter-opt (TTIR to generic form)")
+def lower_ttir(ttir: str, with_dist: bool = False) -> Lowered:
+    """The ttadapter-stage insertion: TTIR with markers -> TTIR with aclshmem calls. ``with_dist``
+    also prints the raised module (the seven distributed ops), for inspection."""
+    generic = run_tool([_adapter_opt(), "-", "--mlir-print-op-generic", "--mlir-print-debuginfo", "-o", "-"], ttir,
+                       "triton-adapter-opt (TTIR to generic form)")
     opt = find_tool("tdist-opt", "TDIST_OPT")
     base = [opt, "-", "--allow-unregistered-dialect", "--mlir-print-debuginfo", "-o", "-"]
-    dist = _run(base + ["--raise-triton-distributed"], generic, "tdist-opt --raise-triton-distributed")
-    hivm = _run(base + ["--tdist-pipeline=ascend-ttir", "--mlir-print-op-generic"], generic,
-                "tdist-opt --tdist-pipeline=ascend-ttir")
-    return Lowered(generic, dist, hivm)
+    hivm = run_tool(base + ["--tdist-pipeline=ascend-ttir", "--mlir-print-op-generic"], generic,
+                    "tdist-opt --tdist-pipeline=ascend-ttir")
+    dist = None
+    if with_dist:
+        dist = run_tool(base + ["--raise-triton-distributed"], generic, "tdist-opt --raise-triton-distributed")
+    return Lowered(generic, hivm, dist)
 
 
 class _Text:
@@ -108,12 +112,12 @@ class _Text:
         return self.text
 
 
-def _wrap(stage, record=None):
+def _wrap(stage, record=None, with_dist=False):
 
     def ttadapter(src, metadata):
         text = str(src)
         if has_markers(text):
-            low = lower_ttir(text)
+            low = lower_ttir(text, with_dist=with_dist)
             if record is not None:
                 record.append(low)
             src = _Text(low.hivm)
@@ -155,8 +159,9 @@ class Compiled:
     ttadapter: str  # stage "ttadapter": what bishengir-compile takes
 
 
-def compile_to_ttadapter(fn, signature, constants, target=ASCEND_TARGET, options=None):
-    """Run triton-ascend's "ttir" and "ttadapter" stages for one kernel, with tdist inserted."""
+def compile_to_ttadapter(fn, signature, constants, target=ASCEND_TARGET, options=None, with_dist=True):
+    """Run triton-ascend's "ttir" and "ttadapter" stages for one kernel, with tdist inserted
+    (``with_dist``: also keep the raised module, the seven distributed ops)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
     from triton._C.libtriton import ir
@@ -167,7 +172,7 @@ def compile_to_ttadapter(fn, signature, constants, target=ASCEND_TARGET, options
     stages = {}
     (_original_add_stages or type(backend).add_stages)(backend, stages, opts)
     record = []
-    ttadapter_stage = _wrap(stages["ttadapter"], record)
+    ttadapter_stage = _wrap(stages["ttadapter"], record, with_dist)
     metadata = {"hash": src.hash(), "target": target, **opts.__dict__}
     context = ir.context()
     ir.load_dialects(context)

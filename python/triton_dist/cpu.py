@@ -20,7 +20,7 @@ import ctypes
 import fcntl
 import hashlib
 import os
-import subprocess
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -49,17 +49,14 @@ def _cache_dir():
 
 
 def _tool(name):
-    for cand in (f"/usr/lib/llvm-22/bin/{name}", f"{name}-22"):
-        if Path(cand).is_file() or subprocess.run(["sh", "-c", f"command -v {cand}"], capture_output=True).returncode == 0:
-            return cand
-    raise ascend.ToolNotFound(f"{name} (LLVM 22) not found: install mlir-22-tools / llvm-22 (scripts/install-deps.sh)")
+    found = shutil.which(f"/usr/lib/llvm-22/bin/{name}") or shutil.which(f"{name}-22")
+    if not found:
+        raise ascend.ToolNotFound(f"{name} (LLVM 22) not found: install mlir-22-tools / llvm-22 (scripts/install-deps.sh)")
+    return found
 
 
 def _run(cmd, what):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"tdist: {what} failed (exit {r.returncode}):\n  {' '.join(map(str, cmd))}\n{r.stderr.strip()}")
-    return r.stdout
+    return ascend.run_tool(cmd, None, what)
 
 
 def _entry_source(name, sig_types):
@@ -107,8 +104,9 @@ def _to_mlir22(generic: str) -> str:
 
 
 class CompiledCPU:
-    def __init__(self, path, name, sig_types):
-        self.path, self.name, self.sig_types = path, name, sig_types
+    """A loaded kernel library; ``entry`` is its ``tdist_kernel_entry``."""
+
+    def __init__(self, path):
         _runtime()  # the aclshmem symbols must be global before the kernel library is loaded
         self.lib = ctypes.CDLL(str(path))
         self.entry = self.lib.tdist_kernel_entry
@@ -122,10 +120,9 @@ def compile_cpu(fn, signature, constants) -> CompiledCPU:
     key = (fn, tuple(signature.items()), tuple(sorted(constants.items())))
     if key in _compiled:
         return _compiled[key]
-    compiled = ascend.compile_to_ttadapter(fn, signature, constants)
+    compiled = ascend.compile_to_ttadapter(fn, signature, constants, with_dist=False)
     name = fn.__name__
-    sig_types = list(signature.values())
-    entry = _entry_source(name, sig_types)
+    entry = _entry_source(name, list(signature.values()))
     opt = ascend.find_tool("tdist-opt", "TDIST_OPT")
     st = os.stat(opt)  # a rebuilt compiler lowers anew
     digest = hashlib.sha256(f"{compiled.ttadapter}{entry}{opt}:{st.st_size}:{st.st_mtime_ns}:{_CPU_PASSES}".encode()
@@ -136,7 +133,7 @@ def compile_cpu(fn, signature, constants) -> CompiledCPU:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not so.is_file():
             _build_so(so, compiled, entry, opt)
-    out = _compiled[key] = CompiledCPU(so, name, sig_types)
+    out = _compiled[key] = CompiledCPU(so)
     return out
 
 

@@ -33,7 +33,7 @@ def _front(name, _semantic, _builder):
 
 
 def _call(f, symbol, args, dtypes, ret=tl.int32, pure=False):
-    for a, n in zip(args, range(len(args))):
+    for n, a in enumerate(args):
         f.scalar(a, f"argument {n}")
     return f.extern(SHMEM_LIB, symbol, args, dtypes, ret, pure)
 
