@@ -10,7 +10,8 @@ set(expected tdisti_device_state tdist_my_pe tdist_n_pes tdist_ptr tdist_ptr_i64
   tdist_putmem_signal_nbi_i64 tdist_signal_op tdist_signal_op_i64 tdist_signal_fetch tdist_signal_fetch_i64
   tdist_signal_wait_until tdist_signal_wait_until_i64 tdistx_consume_token_ptr tdistx_consume_token_int64
   tdistx_consume_token_ptr_i64 tdist_fence tdist_quiet tdist_barrier_all tdistx_program_id tdistx_num_programs
-  tdistx_putmem_block tdistx_putmem_warp tdistx_getmem_block tdistx_getmem_warp tdistx_putmem_signal_block)
+  tdistx_putmem_block tdistx_putmem_warp tdistx_getmem_block tdistx_getmem_warp tdistx_putmem_signal_block
+  tdistx_clock_i64 tdistx_wait_check_i64 tdistx_event_set_i64 tdistx_event_wait_i64 tdistx_event_all_i64)
 foreach(t float double char schar short int long longlong int8 int16 int32 int64 uint8 uint16 uint32 uint64 size ptrdiff)
   list(APPEND expected tdist_${t}_p tdist_${t}_g tdist_${t}_p_i64 tdist_${t}_g_i64)
 endforeach()

@@ -47,7 +47,7 @@ typedef struct tdist_device_state {
   uint64_t fault_expected;
   uint64_t fault_seen;
   int32_t fault_cmp;
-  int32_t reserved0;
+  int32_t fault_reported; /* set by the first Triton-facing form that reports the record (device.cuh) */
 } tdist_device_state_t;
 
 /* The hot, read-only part of the state as a copy in each GPU module's constant memory

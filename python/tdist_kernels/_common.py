@@ -2,25 +2,28 @@
 
 Signal slots are int64 values one cache line (64 bytes = ``SIG`` int64 elements) apart, the layout
 ``dl.wait(ptr, n)`` expects for a multi-slot wait (docs/CONTRACT.md section 3). Every device wait in
-these kernels is bounded by ``WAIT_NS``: on expiry the waiting program prints the slot, the value it
-expected and the value it saw, and traps; the host sees a launch failure at its next synchronisation.
+these kernels is the device ABI's one wait, bounded by the runtime's budget (``TDIST_WAIT_TIMEOUT_MS``)
+and ended at once by a lost peer: the first waiting thread to give up prints the fault record (PE,
+heap offset, expected, seen) and the program traps; the host sees a launch failure at its next
+synchronisation.
 """
 import triton
 import triton.language as tl
 from triton.language import core as tlc
 
 import triton_dist.language as dl
+from tdist.errors import InvalidParam
 from triton_dist.language._front import Front
 from triton_dist.language.extra import libshmem_device
+from triton_dist.language.extra._shmem_constants import CMP_GE
 
 SIG: tl.constexpr = tl.constexpr(8)  # int64 elements per signal slot (64 bytes)
 SIG_ELEMS = 8
-WAIT_NS: tl.constexpr = tl.constexpr(20_000_000_000)  # 20 s: far above any legitimate wait here
 
 DTYPES = ("float16", "bfloat16", "float32")
 
 
-class KernelArgError(ValueError):
+class KernelArgError(InvalidParam):
     """A kernel layer was called with arguments it does not accept (the message names them)."""
 
 
@@ -39,7 +42,7 @@ def pow2(n):
 # ---------------------------------------------------------------------------------------------
 # Co-residency. Every persistent kernel here has programs that wait for other programs of the same
 # launch (grid barrier, producer/consumer credits) and for the programs of the other ranks' launches
-# sharing the GPU, so all of them must be resident at once or the waits trap after WAIT_NS ("CUDA
+# sharing the GPU, so all of them must be resident at once or the waits trap at the wait budget ("CUDA
 # error: unspecified launch failure" at the host's next synchronisation).
 #
 # Hopper (sm_90) limits per SM: 65536 registers (allocated per warp in units of 256), 2048 threads,
@@ -209,7 +212,7 @@ def epoch_wait_ready(ctl_ptr, target, rank, e):
     """Token for the stores into ``target``'s output: they may start once ``target`` entered ``e``."""
     tok = rank * 0
     if target != rank:
-        tok = dl.wait(ctl_ptr + (2 + target) * SIG, 1, "sys", "acquire", waitValue=e, timeout_ns=WAIT_NS)
+        tok = dl.wait(ctl_ptr + (2 + target) * SIG, 1, "sys", "acquire", waitValue=e)
     return tok
 
 
@@ -224,7 +227,7 @@ def epoch_end(ctl_ptr, rank, world, e):
                 dl.notify(ctl_ptr + (2 + world + rank) * SIG, r, e)
         for r in range(0, world):
             if r != rank:
-                dl.wait(ctl_ptr + (2 + world + r) * SIG, 1, "sys", "acquire", waitValue=e, timeout_ns=WAIT_NS)
+                dl.wait(ctl_ptr + (2 + world + r) * SIG, 1, "sys", "acquire", waitValue=e)
         tl.store(ctl_ptr, e)
 
 
@@ -277,37 +280,9 @@ def cta_sync(_semantic=None, _builder=None):
     return None
 
 
-_WAIT_GE_ASM = """{
-        .reg .pred %tk_p;
-        .reg .u64 %tk_t0, %tk_now;
-        .reg .s64 %tk_v;
-        mov.u64 %tk_t0, %globaltimer;
-    tk_spin:
-        ld.acquire.sys.global.s64 %tk_v, [$1];
-        setp.ge.s64 %tk_p, %tk_v, $2;
-        @%tk_p bra tk_done;
-        mov.u64 %tk_now, %globaltimer;
-        sub.u64 %tk_now, %tk_now, %tk_t0;
-        setp.lt.u64 %tk_p, %tk_now, 20000000000;
-        @%tk_p bra tk_spin;
-        trap;
-    tk_done:
-        mov.u32 $0, 0;
-    }"""
-
-
-@tlc.builtin
-def wait_ge(ptr, v, _semantic=None, _builder=None, _generator=None):
-    """Acquire wait (every thread) until the int64 at ``ptr`` >= ``v``: a bounded PTX spin on CUDA
-    (traps after WAIT_NS), ``libshmem_device.signal_wait_until(ptr, CMP_GE, v)`` on Ascend and CPU
-    ranks (bounded by the runtime's wait budget)."""
-    f = Front("wait_ge", _semantic, _builder)
-    if f.lowering == "ptx":
-        p = _semantic.to_tensor(ptr)
-        tlc.inline_asm_elementwise(_WAIT_GE_ASM, "=r,l,l", [_semantic.cast(p, tl.int64),
-                                                           _semantic.cast(_semantic.to_tensor(v), tl.int64)],
-                                   dtype=tl.int32, is_pure=False, pack=1, _semantic=_semantic)
-        return None
-    from triton_dist.language.extra.ascend import libaclshmem_device as acl
-    acl.signal_wait_until(ptr, acl.CMP_GE, v, _builder=_builder)
-    return None
+@triton.jit
+def wait_ge(ptr, v):
+    """Acquire wait (every thread) until the int64 at ``ptr`` >= ``v``: the one device wait through
+    ``libshmem_device.signal_wait_until`` (the ABI's ``tdist_int64_wait_until_i64`` on CUDA,
+    ``aclshmem_signal_wait_until`` on Ascend and CPU ranks)."""
+    libshmem_device.signal_wait_until(ptr, CMP_GE, v)

@@ -28,9 +28,10 @@ import triton.language as tl
 from triton.language import core as tlc
 
 import triton_dist.language as dl
+from triton_dist.language import core as dlcore
 from triton_dist.language._front import DistributedError, Front
 
-from ._common import SIG, WAIT_NS, cdiv, pow2, direct_a2a_pass, fence_sys, grid_barrier
+from ._common import SIG, cdiv, pow2, direct_a2a_pass, fence_sys, grid_barrier
 
 ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
 
@@ -148,16 +149,29 @@ def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
 
 
 @tlc.builtin
-def globaltimer(_semantic=None, _builder=None):
-    """The GPU's nanosecond clock, the deadline of the LL loop. The LL protocol polls packets with
-    volatile loads, which the Ascend lowering (and so CPU ranks) does not keep as re-reads: there the
-    kernel is refused here, at compile time, instead of spinning on a hoisted load."""
+def ll_clock(_semantic=None, _builder=None):
+    """The start time of the LL loop's wait (the ABI's ``tdistx_clock_i64``, for ``ll_check``). The LL
+    protocol polls packets with volatile loads, which the Ascend lowering (and so CPU ranks) does not
+    keep as re-reads: there the kernel is refused here, at compile time, instead of spinning on a
+    hoisted load."""
     f = Front("all_reduce one_shot_ll", _semantic, _builder)
     if f.lowering != "ptx":
         raise DistributedError(f"all_reduce one_shot_ll is not available on {f.platform}: its LL packets are polled with "
                                "volatile loads, which that lowering does not re-read; use one_shot / two_shot / ring")
-    return tlc.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1,
-                                      _semantic=_semantic)
+    return dlcore._extern("tdistx_clock_i64", [], [], tl.int64, _semantic, is_pure=False)
+
+
+@tlc.builtin
+def ll_check(t0, addr, epoch, missing, _semantic=None, _builder=None):
+    """The one wait's check for a loop that polls packets, not a slot (``tdistx_wait_check_i64``):
+    bounded by the runtime's budget, ended by a recorded fault (a lost peer), and on either the
+    fault record names the packet row waited on, the epoch expected and the words still missing;
+    the program then stops. Call it after a failed poll."""
+    args = [_semantic.cast(_semantic.to_tensor(x), tl.int64) for x in (t0, -1, addr)]
+    args += [_semantic.cast(_semantic.to_tensor(0), tl.int32)]  # TDIST_CMP_EQ
+    args += [_semantic.cast(_semantic.to_tensor(x), tl.int64) for x in (epoch, missing)]
+    return dlcore._extern("tdistx_wait_check_i64", args, [tl.int64, tl.int64, tl.int64, tl.int32, tl.int64, tl.int64],
+                          tl.int32, _semantic, is_pure=False)
 
 
 @triton.jit
@@ -212,7 +226,7 @@ def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, NW, KIN
         for j in range(1, world):
             t = (rank + j) % world
             tl.store(dl.symm_at(buf_ptr, t) + (par * world + rank) * NN + idx, pkt, mask=m)
-    deadline = globaltimer() + WAIT_NS
+    t0 = ll_clock()
     rr = tl.arange(0, WP)[:, None]
     for off in range(pid * BLOCK, NW, nprog * BLOCK):
         idx = off + tl.arange(0, BLOCK)
@@ -221,11 +235,11 @@ def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, NW, KIN
         ptrs = buf_ptr + (par * world + rr).to(tl.int64) * NN + idx[None, :]
         p = tl.load(ptrs, mask=need, other=0, volatile=True)
         missing = tl.sum((need & (((p >> 32) & 0xFFFFFFFF) != e32)).to(tl.int32))
+        polls = 0
         while missing != 0:
-            if globaltimer() > deadline:
-                tl.device_print("all_reduce one_shot_ll: peer packets of this epoch missing (epoch, program, words)",
-                                e, pid, missing)
-                tl.inline_asm_elementwise("trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+            polls += 1
+            if polls % 64 == 0:  # the check (a timer read and a load of the fault word) every 64 polls
+                ll_check(t0, buf_ptr + (par * world).to(tl.int64) * NN + off, e32, missing)
             p = tl.load(ptrs, mask=need, other=0, volatile=True)
             missing = tl.sum((need & (((p >> 32) & 0xFFFFFFFF) != e32)).to(tl.int32))
         own = tl.load(x_ptr + idx, mask=m, other=0)
@@ -311,7 +325,7 @@ def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, N, BLO
             c = (rank - s - 1 + world) % world
             i = c * seg + toff
             m = (toff < seg) & (i < N)
-            tok = dl.wait(sig_ptr + (s * ntile + tile) * SIG, 1, "gpu", "acquire", waitValue=1, timeout_ns=WAIT_NS)
+            tok = dl.wait(sig_ptr + (s * ntile + tile) * SIG, 1, "gpu", "acquire", waitValue=1)
             src = dl.consume_token(recv_ptr, tok)
             got = tl.load(src + s * seg + toff, mask=toff < seg, other=0.0)
             part = (got.to(tl.float32) + tl.load(x_ptr + i, mask=m, other=0.0).to(tl.float32)).to(got.dtype)
@@ -331,8 +345,7 @@ def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, N, BLO
         for s in range(0, steps):
             c = (rank - s + world) % world
             i = c * seg + toff
-            tok = dl.wait(sig_ptr + ((steps + s) * ntile + tile) * SIG, 1, "gpu", "acquire", waitValue=1,
-                          timeout_ns=WAIT_NS)
+            tok = dl.wait(sig_ptr + ((steps + s) * ntile + tile) * SIG, 1, "gpu", "acquire", waitValue=1)
             src = dl.consume_token(recv_ptr, tok)
             got = tl.load(src + (steps + s) * seg + toff, mask=toff < seg, other=0.0)
             tl.store(out_ptr + i, got.to(out_ptr.dtype.element_ty), mask=(toff < seg) & (i < N))

@@ -37,7 +37,7 @@ from triton.language import core as tlc
 
 import triton_dist.language as dl
 
-from ._common import SIG, WAIT_NS, cdiv, fence_sys
+from ._common import SIG, cdiv, fence_sys
 
 
 @triton.jit
@@ -109,9 +109,9 @@ def ag_gemm_kernel(
             src0 = row0 // M
             src1 = last // M
             tok1 = dl.wait(sig_ptr + (src0 * n_chunks + (row0 - src0 * M) // CHUNK_M) * SIG, 1, "gpu", "acquire",
-                           waitValue=1, timeout_ns=WAIT_NS)
+                           waitValue=1)
             tok2 = dl.wait(sig_ptr + (src1 * n_chunks + (last - src1 * M) // CHUNK_M) * SIG, 1, "gpu",
-                           "acquire", waitValue=1, timeout_ns=WAIT_NS)
+                           "acquire", waitValue=1)
             tok = tok1 | tok2
         g = dl.consume_token(gather_ptr, tok)
         own64 = own.to(tl.int64)
@@ -181,7 +181,7 @@ def rs_reduce_kernel(
     for lt in range(pid, tiles_m * tiles_n, nprog):
         tm = lt // tiles_n
         tn = lt % tiles_n
-        tok = dl.wait(sig_ptr + lt * world * SIG, world, "gpu", "acquire", waitValue=1, timeout_ns=WAIT_NS)
+        tok = dl.wait(sig_ptr + lt * world * SIG, world, "gpu", "acquire", waitValue=1)
         src = dl.consume_token(recv_ptr, tok)
         rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
         for m0 in range(0, BLOCK_M, RED_M):

@@ -52,7 +52,7 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import (SIG, SIG_ELEMS, WAIT_NS, bar_slots, bulk_putmem, cdiv, direct_a2a_pass, direct_tile_count,
+from ._common import (SIG, SIG_ELEMS, bar_slots, bulk_putmem, cdiv, direct_a2a_pass, direct_tile_count,
                       grid_barrier)
 
 VARIANTS = ("mte", "bulk", "wait_notify", "direct")
@@ -104,7 +104,7 @@ def reverse_a2a_mte_kernel(
                             mask=mask, other=0.0)
                 slot = sig_ptr + (buf * slots_per_buf + rank * nbd * H + tmp) * SIG
                 # the target's consumer has finished reading this buffer's previous round (credit)
-                tok = dl.wait(dl.symm_at(slot, target), 1, "gpu", "acquire", waitValue=0, timeout_ns=WAIT_NS)
+                tok = dl.wait(dl.symm_at(slot, target), 1, "gpu", "acquire", waitValue=0)
                 rp = dl.consume_token(dl.symm_at(peer_ptr, target), tok)
                 p_offs = buf * buf_elems + rows[:, None] * stride_ps + (rank * H + h) * D + offs_d[None, :]
                 tl.store(rp + p_offs, a, mask=mask)
@@ -123,7 +123,7 @@ def reverse_a2a_mte_kernel(
                 offs_d = bd * BLOCK_D + cols
                 mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
                 slot = sig_ptr + (buf * slots_per_buf + r * nbd * H + tmp) * SIG
-                tok = dl.wait(slot, 1, "gpu", "acquire", waitValue=1, timeout_ns=WAIT_NS)
+                tok = dl.wait(slot, 1, "gpu", "acquire", waitValue=1)
                 lp = dl.consume_token(peer_ptr, tok)
                 p_offs = buf * buf_elems + rows[:, None] * stride_ps + (r * H + h) * D + offs_d[None, :]
                 x = tl.load(lp + p_offs, mask=mask, other=0.0)
@@ -288,7 +288,7 @@ def reverse_a2a_wait_notify_kernel(
                     offs_d = bd * BLOCK_D + cols
                     mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
                     slot = sig_ptr + (region_b + buf * tasks_per_block + t) * SIG
-                    tok = dl.wait(slot, 1, "gpu", "acquire", waitValue=0, timeout_ns=WAIT_NS)
+                    tok = dl.wait(slot, 1, "gpu", "acquire", waitValue=0)
                     dst = dl.consume_token(peer_ptr, tok)
                     a_rows = (rank * S + offs_s).to(tl.int64)
                     a = tl.load(a_ptr + a_rows[:, None] * stride_ps + h * D + offs_d[None, :], mask=mask, other=0.0)
@@ -314,7 +314,7 @@ def reverse_a2a_wait_notify_kernel(
                 # tensor that leaves an if/else crashes triton-ascend 3.2's triton-to-unstructure
                 own = (r == rank).to(tl.int32)
                 slot = own * (region_b + buf * tasks_per_block + tmp) + (1 - own) * (bs * world + r)
-                tok = dl.wait(sig_ptr + slot * SIG, 1, "gpu", "acquire", waitValue=1, timeout_ns=WAIT_NS)
+                tok = dl.wait(sig_ptr + slot * SIG, 1, "gpu", "acquire", waitValue=1)
                 src = dl.consume_token(peer_ptr, tok)
                 row0 = bs * BLOCK_S + own * (buf - bs) * BLOCK_S
                 p_offs = r * seg + (row0 + rows).to(tl.int64)[:, None] * stride_ps + h * D + offs_d[None, :]

@@ -158,7 +158,7 @@ class CudaTransport final : public HeapTransport {
     // The fault record belongs to the device: only the first publish initialises it (to zero).
     size_t len = published_ ? offsetof(tdist_device_state_t, fault_code) : sizeof d;
     if (!published_) {
-      d.fault_code = d.fault_pe = d.fault_cmp = d.reserved0 = 0;
+      d.fault_code = d.fault_pe = d.fault_cmp = d.fault_reported = 0;
       d.fault_offset = d.fault_expected = d.fault_seen = 0;
     }
     TDIST_CU(drv_, cuMemcpyHtoD(dstate_, &d, len));

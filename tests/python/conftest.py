@@ -35,15 +35,17 @@ def real_bitcode():
 
 @pytest.fixture(scope="session")
 def device_bitcode(tmp_path_factory):
-    """A test copy of the device bitcode (fake_device.cu, clang-19): the compile tests do not depend
-    on whether, or how recently, the NVIDIA backend was built."""
+    """The device bitcode built from the current sources (device/NVIDIA/tdist_device.cu, clang-19, the
+    flags of device/NVIDIA/CMakeLists.txt): the compile tests do not depend on whether, or how
+    recently, the NVIDIA backend was built."""
     clang = shutil.which("clang-19")
     if clang is None:
         pytest.skip("no libtdist_device.bc built and no clang-19 to build the test copy")
     out = tmp_path_factory.mktemp("bc") / "libtdist_device.bc"
     subprocess.run([clang, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-nocudainc", "-nocudalib",
-                    "-fgpu-flush-denormals-to-zero", "-O2", "-emit-llvm", "-c", f"-I{REPO / 'include'}",
-                    str(Path(__file__).with_name("fake_device.cu")), "-o", str(out)], check=True,
+                    "-fgpu-flush-denormals-to-zero", "-O2", "-emit-llvm", "-Wno-unknown-cuda-version", "-c",
+                    f"-I{REPO / 'include'}", str(REPO / "device" / "NVIDIA" / "tdist_device.cu"), "-o", str(out)],
+                   check=True,
                    capture_output=True)
     return str(out)
 

@@ -33,25 +33,25 @@ SIG = {"sig": "*i64", "data": "*fp32", "out": "*fp32", "peer_sig": "*i64"}
 def test_producer_consumer_ptx(compile_ptx):
     ptx = compile_ptx(producer_consumer, SIG, {"N": 256})
     b = body(ptx)
-    # wait: system-scope acquire spin, bounded by %globaltimer, trap on expiry
-    assert "ld.acquire.sys.global.u64" in b
-    assert "%globaltimer" in b and "trap;" in b
-    # notify: all threads join bar.sync, then only %tid.x == 0 stores with release
-    notify_blocks = re.findall(r"bar\.sync 0;\s*mov\.u32 (%\w+), %tid\.x;\s*setp\.eq\.u32 (%\w+), \1, 0;\s*"
-                               r"@\2 st\.release\.sys\.global\.u64", b)
-    assert len(notify_blocks) == 2, b
-    assert "st.release.sys.global.u64" in b
-    # symm_at / rank went through the linked bitcode (device state global present, no call left)
+    # wait and notify are the device ABI's (tdistx_wait_int64_i64 / tdistx_notify_int64_i64), linked
+    # from the bitcode and inlined: no call into tdist is left
     assert "tdisti_device_state" in ptx
     assert not re.search(r"call\.uni[^;]*tdist", b)
+    # wait: system-scope acquire polls, bounded by %globaltimer, the CTA joined by bar.red.or (one
+    # status for every thread); an expired wait records the fault (CAS on the record) and traps
+    assert "ld.acquire.sys.global.u64" in b
+    assert "%globaltimer" in b and "trap;" in b
+    assert "bar.red.or.pred" in b and "atom.relaxed.sys.global.cas.b32" in b
+    # notify: all threads join bar.sync, then one thread's release store (one per notify)
+    assert b.count("st.release.sys.global.u64") >= 2 and b.count("bar.sync 0;") >= 2
 
 
 def test_consume_token_orders_load_after_wait(compile_ptx):
     b = body(compile_ptx(producer_consumer, SIG, {"N": 256}))
-    wait_end = b.index("tdw_done:")
-    # consume_token is a zero made by inline asm that reads the wait's token register
+    # consume_token is a zero made by side-effecting inline asm that reads the wait's token (so it
+    # stays after the wait's side-effecting polls), and the load's address is computed from it
     token_mov = re.search(r"mov\.b64 (%rd\d+), 0; // consume_token %r\d+", b)
-    assert token_mov and token_mov.start() > wait_end
+    assert token_mov
     # the consumer's load address is computed from the consume_token result
     # (data flow: every register computed from it, transitively, in program order)
     derived = {token_mov.group(1)}
@@ -80,11 +80,13 @@ def many_waits(sig32, sig64, sigu64, n):
 
 def test_wait_variants(compile_ptx):
     b = body(compile_ptx(many_waits, {"sig32": "*i32", "sig64": "*i64", "sigu64": "*u64", "n": "i32"}))
-    assert "ld.acquire.sys.global.u32" in b
-    assert "ld.relaxed.sys.global.u64" in b
-    assert b.count("add.u64 %tdw_a, %tdw_a, 64;") == 3  # slots one cache line apart
-    assert b.count("%globaltimer") == 2 * 2  # start + check, only for the two bounded waits
-    assert re.search(r"@%tdn_p red\.release\.sys\.global\.add\.u64", b)
+    # a thread with one slot polls it with ld.acquire; a thread with several sweeps them relaxed and
+    # ends with one acquire fence (4 and n slots here, 128 threads)
+    assert "ld.acquire.sys.global.u32" in b and "ld.relaxed.sys.global.b32" in b
+    assert "ld.acquire.sys.global.u64" in b and "ld.relaxed.sys.global.b64" in b
+    assert b.count("fence.acq_rel.sys;") >= 2
+    assert re.search(r"mul\.wide\.s32\s+%rd\d+, %r\d+, 64;", b)  # slots one cache line apart
+    assert "red.release.sys.global.add.u64" in b  # notify add
 
 
 def _compile_error(compile_ptx, fn, sig, **kw):
@@ -123,6 +125,11 @@ def wait_zero(sig):
     dl.wait(sig, 0, "gpu", "acquire")
 
 
+@triton.jit
+def wait_negative_timeout(sig):
+    dl.wait(sig, 1, "gpu", "acquire", timeout_ns=-5)
+
+
 def test_validation_errors(compile_ptx):
     assert "on cuda the signal must be int64 or uint64, got int32" in _compile_error(compile_ptx, notify_int32,
                                                                                        {"sig": "*i32"})
@@ -132,6 +139,8 @@ def test_validation_errors(compile_ptx):
     assert "scope='cluster' is not one of" in _compile_error(compile_ptx, wait_bad_scope, {"sig": "*i64"})
     assert "sig_op='xor' is not one of 'set', 'add'" in _compile_error(compile_ptx, notify_bad_op, {"sig": "*i64"})
     assert "numBarriers must be >= 1, got 0" in _compile_error(compile_ptx, wait_zero, {"sig": "*i64"})
+    assert "timeout_ns must be None (the runtime's budget) or a constant int >= 0" in _compile_error(
+        compile_ptx, wait_negative_timeout, {"sig": "*i64"})
 
 
 @pytest.mark.parametrize("platform,dtype,op,ok", [

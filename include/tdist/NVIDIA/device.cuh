@@ -80,9 +80,13 @@
 #pragma pop_macro("TDIST_DEVICE_API")
 #include "tdist/device_state.h"
 
-/* Status codes used on the device (same values as tdist_status_t in tdist.h, which is host API). */
-#define TDISTI_NV_ERR_INVALID_PARAM (-1)
-#define TDISTI_NV_ERR_TIMEOUT (-7)
+/* Status codes used on the device: TDISTI_NV_<name> has tdist_status_t's TDIST_<name> value (tdist.h
+ * is host API), both from the one status table. */
+enum {
+#define TDIST_STATUS(name, value, shmem, pyclass, pybase, description) TDISTI_NV_##name = (value),
+#include "tdist/status.def"
+#undef TDIST_STATUS
+};
 
 /* The device state this module reads. Filled by the host (see the file comment). With -rdc,
  * define TDIST_NV_STATE_EXTERN in every file but one. */
@@ -149,6 +153,15 @@ TDISTI_NV_FN uint64_t tdisti_nv_num_ctas(void) {
 }
 TDISTI_NV_FN void tdisti_nv_syncthreads(void) { asm volatile("bar.sync 0;" ::: "memory"); }
 TDISTI_NV_FN void tdisti_nv_syncwarp(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+/* bar.sync 0 that also ORs `pred` over the CTA (every thread gets the result). */
+TDISTI_NV_FN int tdisti_nv_syncthreads_or(int pred) {
+  int r;
+  asm volatile("{ .reg .pred p, q; setp.ne.s32 q, %1, 0; bar.red.or.pred p, 0, q; selp.s32 %0, 1, 0, p; }"
+               : "=r"(r)
+               : "r"(pred)
+               : "memory");
+  return r;
+}
 TDISTI_NV_FN uint64_t tdisti_nv_globaltimer(void) {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -341,46 +354,118 @@ TDISTI_NV_FN T tdisti_nv_ld_acquire(const T *p) {
   }
 }
 
-/* Wait (acquire) until *addr <cmp> v on this PE. `pe` names the owner of `addr` for the
- * diagnostic (this PE for signal waits). Returns the value seen. The fast path is a single
- * ld.acquire; the timer and the sticky fault are only consulted once the first poll fails. */
+/* ---- the one device wait ----
+ * Every wait of every layer ends in tdisti_nv_wait_one / tdisti_nv_wait_slots: the C ABI's thread,
+ * warp and block forms, the Triton-facing twins that dl.wait, libshmem_device and the kernels'
+ * helpers call, the MLIR GPU lowering of distributed.wait, and (through tdistx_wait_check_i64) the
+ * loops that poll something other than a slot (the LL all-reduce's packets). The policy:
+ *   - a short wait pays nothing: pure polls first, the state and the timer only after they fail;
+ *   - a wait is bounded by `timeout` ns (TDISTI_NV_TIMEOUT_STATE: the state's wait_timeout_ns, set by
+ *     the runtime from TDIST_WAIT_TIMEOUT_MS; 0: forever);
+ *   - every 64 polls it checks the sticky fault: a fault recorded by any wait of this PE, or by the
+ *     host when the watchdog saw a peer die, ends the wait at once with that fault's status;
+ *   - on expiry it records the fault (this PE's status TDIST_ERR_TIMEOUT, the PE owning the slot,
+ *     the heap offset, cmp, expected, seen) and returns TDIST_ERR_TIMEOUT.
+ * What the caller does with a nonzero status is the only thing that differs by form: the C forms
+ * return (the host reads the record with tdist_cuda_check_fault); the Triton-facing twins, whose
+ * callers cannot branch on a status, report the record once per PE and trap (tdisti_nv_stop). */
+#define TDISTI_NV_TIMEOUT_STATE (~(uint64_t)0)
+
+/* The PE whose heap holds `addr` and the offset in it (for the fault record): this PE's heap, else
+ * the peer mapping that contains it; (my_pe, ~0) when no heap does. Failure path only. */
+TDISTI_NV_FN int32_t tdisti_nv_owner(const tdist_device_state_t *st, const void *addr, uint64_t *off) {
+  const uint64_t a = (uint64_t)(uintptr_t)addr;
+  *off = tdisti_nv_heap_offset(st, addr);
+  if (*off != ~(uint64_t)0) return st->my_pe;
+  if (st->p2p_heap_base)
+    for (int32_t pe = 0; pe < st->n_pes; ++pe) {
+      const uint64_t b = (uint64_t)(uintptr_t)st->p2p_heap_base[pe];
+      if (b != 0 && a - b < st->heap_size) {
+        *off = a - b;
+        return pe;
+      }
+    }
+  return st->my_pe;
+}
+
+/* The slow-path check every polling loop makes (every 64 polls once its first polls failed):
+ * 0 = keep polling; else the status that ends the wait: the sticky fault's code when one is
+ * recorded, or TDIST_ERR_TIMEOUT after recording this wait's expiry. */
+TDISTI_NV_FN int32_t tdisti_nv_wait_check(tdist_device_state_t *st, uint64_t t0, uint64_t timeout,
+                                          const void *addr, int cmp, uint64_t expected, uint64_t seen) {
+  const int32_t f = tdisti_nv_ld_volatile_s32(&st->fault_code);
+  if (f != 0) return f;
+  if (timeout != 0 && tdisti_nv_globaltimer() - t0 > timeout) {
+    uint64_t off;
+    const int32_t owner = tdisti_nv_owner(st, addr, &off);
+    tdisti_nv_fault(TDISTI_NV_ERR_TIMEOUT, owner, off, cmp, expected, seen);
+    return TDISTI_NV_ERR_TIMEOUT;
+  }
+  return 0;
+}
+
+/* The state for a wait that has to start its slow path, and its resolved bound; NULL (after
+ * recording an INVALID_PARAM fault, or trapping when no state is bound) on a bad call. */
+TDISTI_NV_FN tdist_device_state_t *tdisti_nv_wait_begin(int cmp, uint64_t expected, uint64_t seen,
+                                                        uint64_t *timeout) {
+  tdist_device_state_t *st = tdisti_nv_state();
+  if (st == 0 || cmp < TDIST_CMP_EQ || cmp > TDIST_CMP_LE) {
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, st ? st->my_pe : -1, 0, cmp, expected, seen);
+    return 0;
+  }
+  if (*timeout == TDISTI_NV_TIMEOUT_STATE) *timeout = st->wait_timeout_ns;
+  return st;
+}
+
+/* Wait (acquire) until *addr <cmp> v. Returns 0, or the status that ended the wait (see above);
+ * *seen_out is the value last read. */
 template <class T>
-TDISTI_NV_FN T tdisti_nv_wait(const T *addr, int cmp, T v) {
+TDISTI_NV_FN int32_t tdisti_nv_wait_one(const T *addr, int cmp, T v, uint64_t timeout, T *seen_out) {
   T seen;
   /* Pure polls first: a short wait (a signal round trip is ~1.5 us) should never pay for the
    * state, timeout and timer reads, which after an ld.acquire.sys are L2 round trips. */
 #pragma unroll 1
   for (int i = 0; i < 256; ++i) {
     seen = tdisti_nv_ld_acquire(addr);
-    if (tdisti_nv_cmp(seen, cmp, v)) return seen;
+    if (tdisti_nv_cmp(seen, cmp, v)) {
+      *seen_out = seen;
+      return 0;
+    }
   }
-  tdist_device_state_t *st = tdisti_nv_state();
-  if (st == 0 || cmp < TDIST_CMP_EQ || cmp > TDIST_CMP_LE) {
-    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, st ? st->my_pe : -1, 0, cmp, (uint64_t)v, (uint64_t)seen);
-    return seen;
-  }
-  const uint64_t timeout = st->wait_timeout_ns;
+  *seen_out = seen;
+  tdist_device_state_t *st = tdisti_nv_wait_begin(cmp, (uint64_t)v, (uint64_t)seen, &timeout);
+  if (st == 0) return TDISTI_NV_ERR_INVALID_PARAM;
   const uint64_t t0 = tdisti_nv_globaltimer();
   for (uint32_t it = 1;; ++it) {
     seen = tdisti_nv_ld_acquire(addr);
-    if (tdisti_nv_cmp(seen, cmp, v)) return seen;
+    if (tdisti_nv_cmp(seen, cmp, v)) {
+      *seen_out = seen;
+      return 0;
+    }
     if ((it & 63u) == 0) {
-      if (tdisti_nv_faulted(st)) return seen;
-      if (timeout != 0 && tdisti_nv_globaltimer() - t0 > timeout) {
-        tdisti_nv_fault(TDISTI_NV_ERR_TIMEOUT, st->my_pe, tdisti_nv_heap_offset(st, addr), cmp,
-                        (uint64_t)v, (uint64_t)seen);
-        return seen;
+      const int32_t s = tdisti_nv_wait_check(st, t0, timeout, addr, cmp, (uint64_t)v, (uint64_t)seen);
+      if (s != 0) {
+        *seen_out = seen;
+        return s;
       }
     }
   }
 }
 
-/* Wait until each of n slots (stride TDIST_SIGNAL_SLOT_BYTES, owned by this PE) equals v. The
- * sweep uses relaxed loads so that all slots are in flight at once; one acquire fence ends it.
- * first/step select a subset of the slots (thread-cooperative waits). */
+/* Wait until each of n slots (stride TDIST_SIGNAL_SLOT_BYTES) equals v; first/step select this
+ * thread's subset (cooperative waits). A thread with one slot polls it with ld.acquire; one with
+ * several sweeps them with relaxed loads, so all are in flight at once, and one acquire fence ends
+ * the sweep. Returns 0 or the status that ended the wait. */
 template <class T>
-TDISTI_NV_FN void tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_t first, int32_t step) {
+TDISTI_NV_FN int32_t tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_t first, int32_t step,
+                                          uint64_t timeout) {
   const char *base = (const char *)slots;
+  if (first >= n) return 0;
+  if (first + step >= n) {
+    T seen;
+    return tdisti_nv_wait_one<T>((const T *)(base + (size_t)first * TDIST_SIGNAL_SLOT_BYTES), TDIST_CMP_EQ,
+                                 v, timeout, &seen);
+  }
   tdist_device_state_t *st = 0;
   uint64_t t0 = 0;
   for (uint32_t it = 0;; ++it) {
@@ -399,25 +484,36 @@ TDISTI_NV_FN void tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_t f
     }
     if (bad < 0) {
       tdisti_nv_fence_acq_rel_sys();
-      return;
+      return 0;
     }
     if (it == 0) {
-      st = tdisti_nv_state();
-      if (st == 0) {
-        tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, -1, 0, TDIST_CMP_EQ, (uint64_t)v, (uint64_t)seen);
-        return;
-      }
+      st = tdisti_nv_wait_begin(TDIST_CMP_EQ, (uint64_t)v, (uint64_t)seen, &timeout);
+      if (st == 0) return TDISTI_NV_ERR_INVALID_PARAM;
       t0 = tdisti_nv_globaltimer();
     } else if ((it & 63u) == 0) {
-      if (tdisti_nv_faulted(st)) return;
-      if (st->wait_timeout_ns != 0 && tdisti_nv_globaltimer() - t0 > st->wait_timeout_ns) {
-        tdisti_nv_fault(TDISTI_NV_ERR_TIMEOUT, st->my_pe,
-                        tdisti_nv_heap_offset(st, base + (size_t)bad * TDIST_SIGNAL_SLOT_BYTES),
-                        TDIST_CMP_EQ, (uint64_t)v, (uint64_t)seen);
-        return;
-      }
+      const int32_t s = tdisti_nv_wait_check(st, t0, timeout, base + (size_t)bad * TDIST_SIGNAL_SLOT_BYTES,
+                                             TDIST_CMP_EQ, (uint64_t)v, (uint64_t)seen);
+      if (s != 0) return s;
     }
   }
+}
+
+/* A Triton-facing form's answer to a wait that ended without its condition: the first thread of
+ * the PE to get here prints the fault record, then every failing thread traps (the host sees a
+ * launch failure at its next synchronisation; the record stays in the state). */
+TDISTI_NV_FN void tdisti_nv_stop(const char *what, int32_t status) {
+  tdist_device_state_t *st = tdisti_nv_state();
+  if (st != 0 && tdisti_nv_atom_cas_s32(&st->fault_reported, 0, 1) == 0) {
+    TDISTI_NV_PRINTF("tdist[pe %d]: %s gave up (status %d): fault %d on PE %d, heap offset 0x%llx, cmp %d, "
+                     "expected %llu, seen %llu (block %u thread %u)\n",
+                     st->my_pe, what, status, tdisti_nv_ld_volatile_s32(&st->fault_code), st->fault_pe,
+                     (unsigned long long)st->fault_offset, st->fault_cmp,
+                     (unsigned long long)st->fault_expected, (unsigned long long)st->fault_seen,
+                     tdisti_nv_ctaid_x(), tdisti_nv_block_tid());
+  }
+  (void)what;
+  (void)status;
+  tdisti_nv_trap();
 }
 
 /* ---- address translation ---- */
@@ -627,19 +723,22 @@ TDISTI_NV_ABI uint64_t tdist_signal_fetch(const uint64_t *sig_addr) {
   return tdisti_nv_ld_acquire_u64(sig_addr);
 }
 TDISTI_NV_ABI uint64_t tdist_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value) {
-  return tdisti_nv_wait<uint64_t>(sig_addr, cmp, cmp_value);
+  uint64_t seen;
+  (void)tdisti_nv_wait_one<uint64_t>(sig_addr, cmp, cmp_value, TDISTI_NV_TIMEOUT_STATE, &seen);
+  return seen;
 }
 
 #define TDISTI_NV_DEFINE_WAIT_UNTIL(name, T)                              \
   TDISTI_NV_ABI void tdist_##name##_wait_until(T *ivar, int cmp, T cmp_value) { \
-    (void)tdisti_nv_wait<T>(ivar, cmp, cmp_value);                        \
+    T seen;                                                               \
+    (void)tdisti_nv_wait_one<T>(ivar, cmp, cmp_value, TDISTI_NV_TIMEOUT_STATE, &seen); \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_WAIT_UNTIL)
 #undef TDISTI_NV_DEFINE_WAIT_UNTIL
 
 #define TDISTI_NV_DEFINE_SLOT_OPS(name, T)                                                 \
   TDISTI_NV_ABI int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                 \
-    tdisti_nv_wait_slots<T>(slots, n, value, 0, 1);                                        \
+    (void)tdisti_nv_wait_slots<T>(slots, n, value, 0, 1, TDISTI_NV_TIMEOUT_STATE);         \
     return 0;                                                                              \
   }                                                                                        \
   TDISTI_NV_ABI void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {  \
@@ -700,18 +799,16 @@ TDISTI_NV_ABI void tdist_barrier_all(void) {
           }
         }
         if (bad < 0) break;
-        if ((it & 63u) == 63u) {
-          if (tdisti_nv_faulted(st)) break;
-          if (st->wait_timeout_ns != 0 && tdisti_nv_globaltimer() - t0 > st->wait_timeout_ns) {
-            tdisti_nv_fault(TDISTI_NV_ERR_TIMEOUT, bad, TDIST_SYNC_DEVICE_BARRIER_OFF, TDIST_CMP_EQ, e, seen);
-            break;
-          }
-        }
+        if ((it & 63u) == 63u &&
+            tdisti_nv_wait_check(st, t0, st->wait_timeout_ns, tdisti_nv_p2p_base(st, bad) + TDIST_SYNC_DEVICE_BARRIER_OFF,
+                                 TDIST_CMP_EQ, e, seen) != 0)
+          break;
       }
       tdisti_nv_fence_acq_rel_sys();
       tdisti_nv_st_release_u64(release, gen + 1);
     } else {
-      (void)tdisti_nv_wait<uint64_t>(release, TDIST_CMP_NE, gen);
+      uint64_t seen;
+      (void)tdisti_nv_wait_one<uint64_t>(release, TDIST_CMP_NE, gen, TDISTI_NV_TIMEOUT_STATE, &seen);
     }
   }
   tdisti_nv_syncthreads();
@@ -769,13 +866,21 @@ TDISTI_NV_DEFINE_GROUP_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp())
 TDISTI_NV_DEFINE_GROUP_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(), tdisti_nv_syncthreads())
 #undef TDISTI_NV_DEFINE_GROUP_RMA
 
-/* Block-cooperative dl.wait: threads 0..n-1 (strided) poll the slots, then the CTA syncs. */
+/* Block-cooperative slot wait: threads 0..n-1 (strided) poll the slots, then the CTA syncs. The
+ * result is the same in every thread: 0, or the status that ended some thread's wait. */
+template <class T>
+TDISTI_NV_FN int32_t tdisti_nv_wait_slots_block(const T *slots, int32_t n, T v, uint64_t timeout) {
+  const int32_t s = tdisti_nv_wait_slots<T>(slots, n, v, (int32_t)tdisti_nv_block_tid(),
+                                            (int32_t)tdisti_nv_block_size(), timeout);
+  if (!tdisti_nv_syncthreads_or(s != 0)) return 0;
+  if (s != 0) return s;
+  tdist_device_state_t *st = tdisti_nv_state();
+  const int32_t f = st ? tdisti_nv_ld_volatile_s32(&st->fault_code) : TDISTI_NV_ERR_INVALID_PARAM;
+  return f != 0 ? f : TDISTI_NV_ERR_TIMEOUT;
+}
 #define TDISTI_NV_DEFINE_WAIT_BLOCK(name, T)                                           \
   TDISTI_NV_ABI int32_t tdistx_wait_##name##_block(T *slots, int32_t n, T value) {     \
-    tdisti_nv_wait_slots<T>(slots, n, value, (int32_t)tdisti_nv_block_tid(),           \
-                            (int32_t)tdisti_nv_block_size());                          \
-    tdisti_nv_syncthreads();                                                           \
-    return 0;                                                                          \
+    return tdisti_nv_wait_slots_block<T>(slots, n, value, TDISTI_NV_TIMEOUT_STATE);    \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_WAIT_BLOCK)
 #undef TDISTI_NV_DEFINE_WAIT_BLOCK
@@ -835,27 +940,103 @@ TDISTI_NV_ABI void tdist_signal_op_i64(int64_t sig_addr, uint64_t signal, int32_
 TDISTI_NV_ABI uint64_t tdist_signal_fetch_i64(int64_t sig_addr) {
   return tdist_signal_fetch((const uint64_t *)TDISTI_NV_P(sig_addr));
 }
-TDISTI_NV_ABI uint64_t tdist_signal_wait_until_i64(int64_t sig_addr, int32_t cmp, uint64_t cmp_value) {
-  return tdist_signal_wait_until((uint64_t *)TDISTI_NV_P(sig_addr), cmp, cmp_value);
+/* The waits of the twins take the bound as an argument: timeout_ns < 0 is the state's
+ * wait_timeout_ns, 0 is forever. A wait that ends without its condition stops the program
+ * (tdisti_nv_stop): a Triton kernel cannot branch on a status. */
+TDISTI_NV_FN uint64_t tdisti_nv_timeout_arg(int64_t timeout_ns) {
+  return timeout_ns < 0 ? TDISTI_NV_TIMEOUT_STATE : (uint64_t)timeout_ns;
+}
+/* Thread form: every thread of the program that calls it polls (each its own acquire). */
+TDISTI_NV_ABI uint64_t tdist_signal_wait_until_i64(int64_t sig_addr, int32_t cmp, uint64_t cmp_value,
+                                                   int64_t timeout_ns) {
+  uint64_t seen;
+  const int32_t s = tdisti_nv_wait_one<uint64_t>((const uint64_t *)TDISTI_NV_P(sig_addr), cmp, cmp_value,
+                                                 tdisti_nv_timeout_arg(timeout_ns), &seen);
+  if (s != 0) tdisti_nv_stop("signal_wait_until", s);
+  return seen;
+}
+
+/* Check of a polling loop that waits on something other than a slot (the LL all-reduce's packets):
+ * call it when a poll failed, with t0 from tdistx_clock_i64 at the start of the wait. Returns 0 to
+ * keep polling; otherwise the wait is over (the same bound and fault policy as every wait) and the
+ * program stops. `addr`, `expected`, `seen` describe what was waited for, for the fault record. */
+TDISTI_NV_ABI int64_t tdistx_clock_i64(void) { return (int64_t)tdisti_nv_globaltimer(); }
+TDISTI_NV_ABI int32_t tdistx_wait_check_i64(int64_t t0, int64_t timeout_ns, int64_t addr, int32_t cmp,
+                                            int64_t expected, int64_t seen) {
+  uint64_t timeout = tdisti_nv_timeout_arg(timeout_ns);
+  tdist_device_state_t *st = tdisti_nv_wait_begin(cmp, (uint64_t)expected, (uint64_t)seen, &timeout);
+  const int32_t s = st == 0 ? TDISTI_NV_ERR_INVALID_PARAM
+                            : tdisti_nv_wait_check(st, (uint64_t)t0, timeout, TDISTI_NV_P(addr), cmp,
+                                                   (uint64_t)expected, (uint64_t)seen);
+  if (s != 0) tdisti_nv_stop("wait", s);
+  return s;
 }
 
 #define TDISTI_NV_DEFINE_SIGNAL_I64(name, T)                                                    \
-  TDISTI_NV_ABI void tdist_##name##_wait_until_i64(int64_t ivar, int32_t cmp, T cmp_value) {    \
-    tdist_##name##_wait_until((T *)TDISTI_NV_P(ivar), cmp, cmp_value);                          \
+  TDISTI_NV_ABI T tdist_##name##_wait_until_i64(int64_t ivar, int32_t cmp, T cmp_value,        \
+                                                int64_t timeout_ns) {                           \
+    T seen;                                                                                     \
+    const int32_t s = tdisti_nv_wait_one<T>((const T *)TDISTI_NV_P(ivar), cmp, cmp_value,        \
+                                            tdisti_nv_timeout_arg(timeout_ns), &seen);          \
+    if (s != 0) tdisti_nv_stop(#name "_wait_until", s);                                         \
+    return seen;                                                                                \
   }                                                                                             \
-  TDISTI_NV_ABI int32_t tdistx_wait_##name##_i64(int64_t slots, int32_t n, T value) {           \
-    return tdistx_wait_##name##_block((T *)TDISTI_NV_P(slots), n, value);                       \
+  TDISTI_NV_ABI int32_t tdistx_wait_##name##_i64(int64_t slots, int32_t n, T value, int64_t timeout_ns) { \
+    const int32_t s = tdisti_nv_wait_slots_block<T>((const T *)TDISTI_NV_P(slots), n, value,     \
+                                                    tdisti_nv_timeout_arg(timeout_ns));         \
+    if (s != 0) tdisti_nv_stop("dl.wait", s);                                                   \
+    return 0;                                                                                   \
   }                                                                                             \
-  TDISTI_NV_ABI void tdistx_notify_##name##_i64(int64_t slot, T value, int32_t pe, int32_t sig_op) { \
+  /* bar.sync joins the program (its earlier stores are ordered before the release by            \
+   * cumulativity), then thread 0 alone releases. */                                            \
+  TDISTI_NV_ABI int32_t tdistx_notify_##name##_i64(int64_t slot, T value, int32_t pe, int32_t sig_op) { \
     tdisti_nv_syncthreads();                                                                    \
-    if (tdisti_nv_block_tid() == 0) {                                                           \
-      tdisti_nv_fence_sc_sys();                                                                 \
-      tdistx_notify_##name((T *)TDISTI_NV_P(slot), value, pe, sig_op);                          \
-    }                                                                                           \
-    tdisti_nv_syncthreads();                                                                    \
+    if (tdisti_nv_block_tid() == 0) tdistx_notify_##name((T *)TDISTI_NV_P(slot), value, pe, sig_op); \
+    return 0;                                                                                   \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_SIGNAL_I64)
 #undef TDISTI_NV_DEFINE_SIGNAL_I64
+
+/* Block events between the programs of one launch on this GPU (the GPU form of the cann
+ * extension's sync_block_set / sync_block_wait / sync_block_all; docs/COMPILE.md): a uint32 counter
+ * per event in caller-provided memory, zeroed before the launch. set adds one (release); wait
+ * waits for a nonzero count and consumes one (acquire); all is a barrier over every program of the
+ * launch on an (arrivals, generation) pair, reusable within the launch; every program must be
+ * co-resident. The waits are the one wait: bounded, noticing a recorded fault, stopping the program. */
+TDISTI_NV_ABI int32_t tdistx_event_set_i64(int64_t slot) {
+  tdisti_nv_syncthreads();
+  if (tdisti_nv_block_tid() == 0)
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(TDISTI_NV_P(slot)) : "memory");
+  return 0;
+}
+TDISTI_NV_ABI int32_t tdistx_event_wait_i64(int64_t slot, int64_t timeout_ns) {
+  int32_t s = 0;
+  if (tdisti_nv_block_tid() == 0) {
+    uint32_t *c = (uint32_t *)TDISTI_NV_P(slot), seen;
+    s = tdisti_nv_wait_one<uint32_t>(c, TDIST_CMP_NE, 0u, tdisti_nv_timeout_arg(timeout_ns), &seen);
+    if (s == 0) asm volatile("red.relaxed.gpu.global.add.u32 [%0], -1;" ::"l"(c) : "memory");
+    else tdisti_nv_stop("sync_block_wait", s);
+  }
+  tdisti_nv_syncthreads();
+  return 0;
+}
+TDISTI_NV_ABI int32_t tdistx_event_all_i64(int64_t slot, int32_t last, int64_t timeout_ns) {
+  tdisti_nv_syncthreads();
+  if (tdisti_nv_block_tid() == 0) {
+    uint32_t *arrive = (uint32_t *)TDISTI_NV_P(slot), *gen_p = arrive + 1, old, seen;
+    const uint32_t gen = tdisti_nv_ld_acquire_u32(gen_p);
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(arrive) : "memory");
+    if (old == (uint32_t)last) {
+      asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(arrive) : "memory");
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(gen_p) : "memory");
+    } else {
+      const int32_t s = tdisti_nv_wait_one<uint32_t>(gen_p, TDIST_CMP_NE, gen, tdisti_nv_timeout_arg(timeout_ns), &seen);
+      if (s != 0) tdisti_nv_stop("sync_block_all", s);
+    }
+  }
+  tdisti_nv_syncthreads();
+  return 0;
+}
 
 TDISTI_NV_ABI int64_t tdistx_consume_token_ptr_i64(int64_t value, int32_t token) {
   return tdistx_consume_token_int64(value, token);

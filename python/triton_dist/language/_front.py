@@ -21,6 +21,8 @@ from pathlib import Path
 import triton.language as tl
 from triton.language import core as tlc
 
+from tdist.errors import InvalidParam
+
 MARKER_LIB = "libtdist_device"  # libname of dl.* markers
 SHMEM_LIB = "libshmem_device"  # libname of libshmem_device calls on marker targets
 
@@ -31,7 +33,7 @@ SIG_OP_CODES = {"set": 1, "add": 2}
 COMM_SCOPE_CODES = {"gpu": 0, "intra_node": 1, "inter_node": 2}
 
 
-class DistributedError(ValueError):
+class DistributedError(InvalidParam):
     """A dl.* / libshmem_device call was used with arguments or on a platform it does not accept."""
 
 
@@ -113,6 +115,9 @@ class Front:
 
     def i32(self, value):
         return self.cast(self.tensor(int(value)), tl.int32)
+
+    def i64(self, value):
+        return self.cast(self.tensor(int(value)), tl.int64)
 
     def extern(self, lib, symbol, args, arg_dtypes, ret_dtype, pure):
         return tlc.extern_elementwise(lib, "", list(args), {tuple(arg_dtypes): (symbol, ret_dtype)}, is_pure=pure,

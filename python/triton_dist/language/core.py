@@ -4,11 +4,11 @@ Seed 000 section 7.1: the core primitives take the *static* path -- each call be
 with no run-time platform branching. On stock Triton there is no ``distributed`` dialect, so each
 primitive is a Triton builtin that emits
 
-* inline PTX for the synchronisation (``wait``: ``ld.acquire.sys`` spin; ``notify``: one thread's
-  ``st.release.sys`` / ``red.release.sys.add``; ``consume_token``: an opaque identity), and
-* calls into the device-ABI bitcode (``libtdist_device.bc``, docs/CONTRACT.md section 3) for what
-  needs the device state: ``rank`` (``tdist_my_pe``), ``num_ranks`` (``tdist_n_pes``), ``symm_at``
-  (``tdist_ptr_i64``).
+* calls into the device-ABI bitcode (``libtdist_device.bc``, docs/CONTRACT.md section 3), which
+  Triton links and inlines: ``rank`` (``tdist_my_pe``), ``num_ranks`` (``tdist_n_pes``),
+  ``symm_at`` (``tdist_ptr_i64``), ``wait`` (``tdistx_wait_<T>_i64``: the one device wait of
+  include/tdist/NVIDIA/device.cuh) and ``notify`` (``tdistx_notify_<T>_i64``), and
+* an opaque inline-asm identity for ``consume_token``.
 
 Memory-ordering contract (include/tdist/abi.h):
 
@@ -23,9 +23,12 @@ Memory-ordering contract (include/tdist/abi.h):
 * ``consume_token(x, token)`` returns ``x`` through a side-effecting inline asm that reads the
   token: nothing computed from the result can be hoisted above the wait.
 
-Every wait is bounded: after ``timeout_ns`` (default ``DEFAULT_WAIT_TIMEOUT_NS``, 0 = forever) thread
-0 prints which slot it waited for, what it expected and what it saw, and the program traps (the
-host sees a launch failure at its next synchronisation).
+Every wait is the ABI's one wait (docs/CONTRACT.md, "Waits"): bounded by ``timeout_ns`` (default
+``None``: the runtime's budget, ``TDIST_WAIT_TIMEOUT_MS``; 0 = forever), ended at once by a fault
+already recorded on this PE (a peer the watchdog saw die, an earlier expired wait). A wait that ends
+without its condition records the fault (the PE owning the slot, heap offset, expected, seen), the
+first such thread prints it, and the program traps: the host sees a launch failure at its next
+synchronisation.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ from triton.language import core as tlc
 from .. import _bitcode
 
 SIGNAL_SLOT_BYTES = 64  # TDIST_SIGNAL_SLOT_BYTES: slots of a multi-slot wait are one cache line apart
-DEFAULT_WAIT_TIMEOUT_NS = 60 * 1_000_000_000
+DEFAULT_WAIT_TIMEOUT_NS = None  # the runtime's wait budget (TDIST_WAIT_TIMEOUT_MS, default 60 s)
 
 SIGNAL_SET = 1  # tdist_signal_op_t
 SIGNAL_ADD = 2
@@ -136,102 +139,16 @@ def _extern(symbol, args, arg_dtypes, ret_dtype, _semantic, is_pure=True):
                                   is_pure=is_pure, _semantic=_semantic)
 
 
-# --------------------------------------------------------------------------------------------
-# PTX fragments. Labels live inside { } so several copies in one kernel do not clash.
-
-
-def wait_asm(bits: int, semantic: str, timeout_ns: int) -> str:
-    """PTX for a bounded wait over n slots ``SIGNAL_SLOT_BYTES`` apart, each until == value.
-
-    Operands: $0 status (0 = all slots matched, k = slot k-1 timed out), $1 value seen last,
-    $2 address of slot 0, $3 n (int32), $4 expected value.
-    """
-    t = f"u{bits}"
-    ld = "ld.acquire.sys.global" if semantic == "acquire" else "ld.relaxed.sys.global"
-    timeout = ""
-    if timeout_ns:
-        timeout = f"""
-        mov.u64 %tdw_now, %globaltimer;
-        sub.u64 %tdw_now, %tdw_now, %tdw_t0;
-        setp.lt.u64 %tdw_p, %tdw_now, {int(timeout_ns)};
-        @%tdw_p bra tdw_spin;
-        add.u32 $0, %tdw_i, 1;
-        bra tdw_done;"""
-    else:
-        timeout = "\n        bra tdw_spin;"
-    start = "\n        mov.u64 %tdw_t0, %globaltimer;" if timeout_ns else ""
-    return f"""{{
-        .reg .pred %tdw_p;
-        .reg .u64 %tdw_a, %tdw_t0, %tdw_now;
-        .reg .u32 %tdw_i;
-        .reg .{t} %tdw_v;
-        mov.u64 %tdw_a, $2;
-        mov.u32 %tdw_i, 0;
-        mov.u32 $0, 0;
-        mov.b{bits} $1, 0;{start}
-    tdw_slot:
-        setp.ge.s32 %tdw_p, %tdw_i, $3;
-        @%tdw_p bra tdw_done;
-    tdw_spin:
-        {ld}.{t} %tdw_v, [%tdw_a];
-        mov.b{bits} $1, %tdw_v;
-        setp.eq.{t} %tdw_p, %tdw_v, $4;
-        @%tdw_p bra tdw_next;{timeout}
-    tdw_next:
-        add.u64 %tdw_a, %tdw_a, {SIGNAL_SLOT_BYTES};
-        add.u32 %tdw_i, %tdw_i, 1;
-        bra tdw_slot;
-    tdw_done:
-    }}"""
-
-
-def notify_asm(bits: int, sig_op: int) -> str:
-    """PTX for a signal update executed once per program: every thread joins ``bar.sync 0`` (so the
-    program's earlier stores are ordered before the release by cumulativity), then thread 0 alone
-    stores (SET) or adds (ADD) with release semantics at system scope. $0 dummy, $1 address, $2 value.
-    """
-    t = f"u{bits}"
-    if sig_op == SIGNAL_SET:
-        op = f"st.release.sys.global.{t} [$1], $2;"
-    else:
-        op = f"red.release.sys.global.add.{t} [$1], $2;"
-    return f"""{{
-        .reg .pred %tdn_p;
-        .reg .u32 %tdn_t;
-        bar.sync 0;
-        mov.u32 %tdn_t, %tid.x;
-        setp.eq.u32 %tdn_p, %tdn_t, 0;
-        @%tdn_p {op}
-        mov.u32 $0, 0;
-    }}"""
-
-
-# --------------------------------------------------------------------------------------------
-# small device helpers (JIT functions, so the generated code is ordinary Triton)
-
-
-@triton.jit
-def _thread_id():
-    return tl.inline_asm_elementwise("mov.u32 $0, %tid.x;", "=r", [], dtype=tl.int32, is_pure=True, pack=1)
-
-
-@triton.jit
-def _cta_barrier():
-    tl.inline_asm_elementwise("bar.sync 0; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _trap():
-    tl.inline_asm_elementwise("trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _wait_timed_out(status, addr, value, seen):
-    if status != 0:
-        if _thread_id() == 0:
-            tl.device_print("tdist: dl.wait timed out (slot index+1, slot address, expected, seen)", status, addr,
-                            value, seen)
-        _trap()
+def wait_timeout_arg(timeout_ns, what):
+    """The bound argument of the ABI's Triton-facing waits: -1 = the runtime's budget (``None``),
+    0 = forever, else nanoseconds (a constant int)."""
+    timeout_ns = _unwrap(timeout_ns)
+    if timeout_ns is None:
+        return -1
+    if not isinstance(timeout_ns, int) or isinstance(timeout_ns, bool) or timeout_ns < 0:
+        raise DistributedError(f"{what}: timeout_ns must be None (the runtime's budget) or a constant int >= 0 "
+                               f"(0 = forever), got {timeout_ns!r}")
+    return timeout_ns
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,9 +165,11 @@ def wait(barrierPtrs, numBarriers, scope="gpu", semantic="acquire", waitValue=1,
     system scope, see the module docstring); ``semantic``: "acquire" or "relaxed". Non-consuming.
     Pass the token to ``consume_token`` to order later loads after the wait.
 
-    ``timeout_ns`` bounds the wait on CUDA. On Ascend and CPU ranks the template library's wait
-    takes no limit argument; there the runtime's wait budget bounds it
-    (``option_attr.wait_timeout_ms`` / ``TDIST_WAIT_TIMEOUT_MS``), and ``timeout_ns`` is only checked.
+    ``timeout_ns``: ``None`` (default) = the runtime's budget (``option_attr.wait_timeout_ms`` /
+    ``TDIST_WAIT_TIMEOUT_MS``), 0 = forever, else nanoseconds; see the module docstring for what an
+    expired wait does. On Ascend and CPU ranks the template library's wait takes no limit argument:
+    the runtime's budget bounds it, and ``timeout_ns`` is only checked. "relaxed" is served by the
+    acquire wait (stronger).
     """
     what = "dl.wait"
     f = Front(what, _semantic, _builder)
@@ -266,21 +185,13 @@ def wait(barrierPtrs, numBarriers, scope="gpu", semantic="acquire", waitValue=1,
     if n.type.is_block():
         raise DistributedError(f"{what}: numBarriers must be a scalar, got a block of shape {n.type.shape}")
     value = f.cast(f.tensor(waitValue), elem)
-    timeout_ns = _unwrap(timeout_ns)
-    if not isinstance(timeout_ns, int) or timeout_ns < 0:
-        raise DistributedError(f"{what}: timeout_ns must be a constant int >= 0 (0 = forever), got {timeout_ns!r}")
+    timeout = wait_timeout_arg(timeout_ns, what)
     if f.lowering == "marker":
         args = [f.ptr_as_i64(ptr, "barrierPtrs"), n, value, f.i32(SCOPE_CODES[_unwrap(scope)]),
                 f.i32(SEMANTIC_CODES[semantic])]
         return f.marker("wait", args, [tl.int64, tl.int32, elem, tl.int32, tl.int32], tl.int32, suffix=elem.name)
-    vc = "r" if bits == 32 else "l"
-    asm = wait_asm(bits, semantic, timeout_ns)
-    constraints = f"=r,={vc},l,r,{vc}"
-    addr = _to_i64(ptr, _semantic)
-    status, seen = _inline_asm(asm, constraints, [addr, n, value], (tl.int32, elem), _semantic)
-    if timeout_ns:
-        _generator.call_JitFunction(_wait_timed_out, [status, addr, value, seen], {})
-    return status
+    return _extern(f"tdistx_wait_{elem.name}_i64", [_to_i64(ptr, _semantic), n, value, f.i64(timeout)],
+                   [tl.int64, tl.int32, elem, tl.int64], tl.int32, _semantic, is_pure=False)
 
 
 # Alignment the compiler may assume for the zero that consume_token adds and for the heap delta that
@@ -448,9 +359,9 @@ def notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node", _semantic
                 f.i32(COMM_SCOPE_CODES[comm_scope])]
         f.marker("notify", args, [tl.int64, tl.int64, tl.int32, tl.int32, tl.int32], tl.int32, suffix=elem.name)
         return None
-    remote = _symm_at_i64(p, rank, _semantic)
-    _inline_asm(notify_asm(bits, _SIG_OPS[sig_op]), "=r,l,l", [remote, _semantic.cast(value, tl.int64)], tl.int32,
-                _semantic)
+    r = _semantic.cast(_tensor(rank, _semantic), tl.int32)
+    _extern(f"tdistx_notify_{elem.name}_i64", [_to_i64(p, _semantic), value, r, f.i32(_SIG_OPS[sig_op])],
+            [tl.int64, elem, tl.int32, tl.int32], tl.int32, _semantic, is_pure=False)
     return None
 
 

@@ -115,12 +115,14 @@ _CMP_NAMES = {0: "CMP_EQ", 1: "CMP_NE", 2: "CMP_GT", 3: "CMP_GE", 4: "CMP_LT", 5
 
 
 @tlc.builtin
-def signal_wait_until(sig_addr, cmp, cmp_val, _semantic=None, _builder=None):
+def signal_wait_until(sig_addr, cmp, cmp_val, timeout_ns=None, _semantic=None, _builder=None):
     """``aclshmem_signal_wait_until``: wait (acquire) until ``*sig_addr <cmp> cmp_val`` on this PE (a
     64-bit signal, compared as the device ABI's ``tdist_signal_wait_until`` does); returns the value
-    seen. Bounded by the runtime's wait budget."""
+    seen. Bounded by the runtime's wait budget (the template library's wait takes no limit argument:
+    ``timeout_ns`` is only checked, as in ``dl.wait``)."""
     what = "libshmem_device.signal_wait_until"
     f = _front("signal_wait_until", _semantic, _builder)
+    dlcore.wait_timeout_arg(timeout_ns, what)
     cmp = tlc._unwrap_if_constexpr(cmp)
     if cmp not in _CMP_NAMES:
         raise DistributedError(f"{what}: cmp={cmp!r} is not one of CMP_EQ..CMP_LE (0..5)")

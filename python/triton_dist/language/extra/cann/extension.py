@@ -22,14 +22,18 @@ Mapping on a GPU:
 * ``sync_block_all(mode, event_id, flags=...)``: a barrier over every program of the launch (one
   arrival per program on word 0 of the event's slot, the last arrival bumps the generation in word
   1), reusable within the launch. Every program must be co-resident (size the grid to the SMs).
-* Every wait is bounded (``SYNC_TIMEOUT_NS``, 20 s): on expiry the program traps, so the host sees
-  a launch failure instead of a hang.
+* The events are the device ABI's (``tdistx_event_set_i64`` / ``tdistx_event_wait_i64`` /
+  ``tdistx_event_all_i64`` in include/tdist/NVIDIA/device.cuh), and their waits are its one wait:
+  bounded by the runtime's budget (``TDIST_WAIT_TIMEOUT_MS``), ended by a recorded fault; on either
+  the fault record is printed and the program traps, so the host sees a launch failure instead of a
+  hang.
 * ``compile_hint``: accepted and ignored (no GPU meaning).
 """
 import triton
 import triton.language as tl
 from triton.language import core as tlc
 
+from ... import core as dlcore
 from ...core import DistributedError
 
 
@@ -199,80 +203,13 @@ def compile_hint(ptr, hint_name, hint_val=None, _semantic=None, _builder=None):
     return None
 
 
-SYNC_TIMEOUT_NS = 20_000_000_000
-
-# %globaltimer-bounded spin: a wait that never ends traps (the host sees a launch failure).
-_BOUNDED = """
-        mov.u64 %tdsb_t0, %globaltimer;
-    tdsb_spin:
-        {load}
-        @!%tdsb_p bra tdsb_done;
-        mov.u64 %tdsb_now, %globaltimer;
-        sub.u64 %tdsb_now, %tdsb_now, %tdsb_t0;
-        setp.lt.u64 %tdsb_q, %tdsb_now, {timeout};
-        @%tdsb_q bra tdsb_spin;
-        trap;
-    tdsb_done:"""
+def _event_set(slot, _semantic):
+    dlcore._extern("tdistx_event_set_i64", [slot], [tl.int64], tl.int32, _semantic, is_pure=False)
 
 
-@triton.jit
-def _flag_set(slot):
-    tl.inline_asm_elementwise(
-        "{ .reg .pred %p; .reg .u32 %t; bar.sync 0; mov.u32 %t, %tid.x; setp.eq.u32 %p, %t, 0; "
-        "@%p red.release.gpu.global.add.u32 [$1], 1; mov.u32 $0, 0; }", "=r,l", [slot], dtype=tl.int32, is_pure=False,
-        pack=1)
-
-
-_WAIT_ASM: tl.constexpr = tl.constexpr("""{
-        .reg .pred %tdsb_p, %tdsb_q, %tdsb_t;
-        .reg .u32 %tdsb_v, %tdsb_tid;
-        .reg .u64 %tdsb_t0, %tdsb_now;
-        mov.u32 %tdsb_tid, %tid.x;
-        setp.ne.u32 %tdsb_t, %tdsb_tid, 0;
-        @%tdsb_t bra tdsb_done;""" + _BOUNDED.format(
-    load="ld.acquire.gpu.global.u32 %tdsb_v, [$1];\n        setp.eq.u32 %tdsb_p, %tdsb_v, 0;",
-    timeout=SYNC_TIMEOUT_NS) + """
-        @!%tdsb_t atom.global.add.u32 %tdsb_v, [$1], -1;
-        bar.sync 0;
-        mov.u32 $0, 0;
-    }""")
-
-
-@triton.jit
-def _flag_wait(slot):
-    # thread 0 waits for a set and consumes it; the CTA then proceeds together
-    tl.inline_asm_elementwise(_WAIT_ASM, "=r,l", [slot], dtype=tl.int32, is_pure=False, pack=1)
-
-
-_ALL_ASM: tl.constexpr = tl.constexpr("""{
-        .reg .pred %tdsb_p, %tdsb_q, %tdsb_t, %tdsb_last;
-        .reg .u32 %tdsb_v, %tdsb_tid, %tdsb_gen, %tdsb_old;
-        .reg .u64 %tdsb_t0, %tdsb_now, %tdsb_g;
-        bar.sync 0;
-        mov.u32 %tdsb_tid, %tid.x;
-        setp.ne.u32 %tdsb_t, %tdsb_tid, 0;
-        @%tdsb_t bra tdsb_done;
-        add.u64 %tdsb_g, $1, 4;
-        ld.acquire.gpu.global.u32 %tdsb_gen, [%tdsb_g];
-        atom.acq_rel.gpu.global.add.u32 %tdsb_old, [$1], 1;
-        setp.eq.u32 %tdsb_last, %tdsb_old, $2;
-        @!%tdsb_last bra tdsb_wait;
-        st.relaxed.gpu.global.u32 [$1], 0;
-        red.release.gpu.global.add.u32 [%tdsb_g], 1;
-        bra tdsb_done;
-    tdsb_wait:""" + _BOUNDED.format(
-    load="ld.acquire.gpu.global.u32 %tdsb_v, [%tdsb_g];\n        setp.eq.u32 %tdsb_p, %tdsb_v, %tdsb_gen;",
-    timeout=SYNC_TIMEOUT_NS).replace("tdsb_done:", "tdsb_done2:").replace("bra tdsb_done;", "bra tdsb_done2;")
-    + """
-    tdsb_done:
-        bar.sync 0;
-        mov.u32 $0, 0;
-    }""")
-
-
-@triton.jit
-def _all_arrive(slot, last):
-    tl.inline_asm_elementwise(_ALL_ASM, "=r,l,r", [slot, last], dtype=tl.int32, is_pure=False, pack=1)
+def _event_wait(slot, _semantic):
+    dlcore._extern("tdistx_event_wait_i64", [slot, _semantic.cast(_semantic.to_tensor(-1), tl.int64)],
+                   [tl.int64, tl.int64], tl.int32, _semantic, is_pure=False)
 
 
 @tlc.builtin
@@ -280,7 +217,8 @@ def sync_block_set(sender, receiver, event_id, flags=None, _semantic=None, _gene
     """Signal event ``event_id`` (a counting event: each set is consumed by one wait)."""
     if _builder is not None:
         return _native("sync_block_set", sender, receiver, event_id, _builder=_builder)
-    return _sync(_flag_set, "sync_block_set", event_id, flags, _semantic, _generator)
+    _event_set(_slot("sync_block_set", event_id, flags, _semantic), _semantic)
+    return None
 
 
 @tlc.builtin
@@ -288,7 +226,8 @@ def sync_block_wait(sender, receiver, event_id, flags=None, _semantic=None, _gen
     """Wait for (and consume) one set of event ``event_id``."""
     if _builder is not None:
         return _native("sync_block_wait", sender, receiver, event_id, _builder=_builder)
-    return _sync(_flag_wait, "sync_block_wait", event_id, flags, _semantic, _generator)
+    _event_wait(_slot("sync_block_wait", event_id, flags, _semantic), _semantic)
+    return None
 
 
 def _slot(what, event_id, flags, _semantic):
@@ -303,23 +242,19 @@ def _slot(what, event_id, flags, _semantic):
     return _semantic.cast(slot, tl.int64)
 
 
-def _sync(fn, what, event_id, flags, _semantic, _generator):
-    _generator.call_JitFunction(fn, [_slot(what, event_id, flags, _semantic)], {})
-    return None
-
-
 @tlc.builtin
 def sync_block_all(mode, event_id, flags=None, _semantic=None, _generator=None, _builder=None):
     """Barrier over every program of the launch (``mode`` accepted for compatibility). Uses the
     event's slot in ``flags`` (arrival count and generation; zeroed before the launch, reusable
     within it). Every program must be co-resident, or the barrier waits for programs that never
-    start and traps after ``SYNC_TIMEOUT_NS``."""
+    start and traps at the wait budget."""
     if _builder is not None:
         return _native("sync_block_all", mode, event_id, _builder=_builder)
     what = "sync_block_all"
     slot = _slot(what, event_id, flags, _semantic)
     n = _semantic.mul(_semantic.mul(_semantic.num_programs(0), _semantic.num_programs(1), True),
                       _semantic.num_programs(2), True)
-    last = _semantic.sub(n, 1, True)
-    _generator.call_JitFunction(_all_arrive, [slot, last], {})
+    last = _semantic.cast(_semantic.sub(n, 1, True), tl.int32)
+    dlcore._extern("tdistx_event_all_i64", [slot, last, _semantic.cast(_semantic.to_tensor(-1), tl.int64)],
+                   [tl.int64, tl.int32, tl.int64], tl.int32, _semantic, is_pure=False)
     return None

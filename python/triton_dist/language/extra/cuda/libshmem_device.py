@@ -20,7 +20,7 @@ from .._shmem_constants import (  # noqa: F401  (the public constants of this mo
     NVSHMEM_CMP_GT, NVSHMEM_CMP_GE, NVSHMEM_CMP_LT, NVSHMEM_CMP_LE, NVSHMEM_SIGNAL_SET, NVSHMEM_SIGNAL_ADD,
     sig_op_name)
 
-_PTX_CMP = {0: "eq", 1: "ne", 2: "gt", 3: "ge", 4: "lt", 5: "le"}
+_CMPS = (CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE)
 COPY_BLOCK = tl.constexpr(2048)  # elements moved per program per loop iteration
 
 
@@ -118,70 +118,29 @@ putmem_signal_block = putmem_signal_warp = putmem_signal_nbi = putmem_signal_nbi
 putmem_signal_nbi_warp = putmem_signal
 
 
-def _wait_until_asm(bits, cmp, timeout_ns):
-    """Bounded spin: $0 status (0 = the predicate held, 1 = timed out), $1 value seen last,
-    $2 address, $3 comparand. The timer is read once every 64 polls."""
-    t = f"u{bits}" if cmp in (0, 1) else f"s{bits}"
-    return f"""{{
-        .reg .pred %tdu_p;
-        .reg .u64 %tdu_t0, %tdu_now;
-        .reg .u32 %tdu_i;
-        mov.u32 $0, 0;
-        mov.u32 %tdu_i, 0;
-        mov.u64 %tdu_t0, %globaltimer;
-    tdu_spin:
-        ld.acquire.sys.global.{t} $1, [$2];
-        setp.{_PTX_CMP[cmp]}.{t} %tdu_p, $1, $3;
-        @%tdu_p bra tdu_done;
-        add.u32 %tdu_i, %tdu_i, 1;
-        and.b32 %tdu_i, %tdu_i, 63;
-        setp.ne.u32 %tdu_p, %tdu_i, 0;
-        @%tdu_p bra tdu_spin;
-        mov.u64 %tdu_now, %globaltimer;
-        sub.u64 %tdu_now, %tdu_now, %tdu_t0;
-        setp.lt.u64 %tdu_p, %tdu_now, {int(timeout_ns)};
-        @%tdu_p bra tdu_spin;
-        mov.u32 $0, 1;
-    tdu_done:
-    }}"""
-
-
-@triton.jit
-def _wait_until_timed_out(status, addr, cmp_val, seen):
-    if status != 0:
-        if dlcore._thread_id() == 0:
-            tl.device_print("tdist: libshmem_device.signal_wait_until timed out (address, comparand, seen)", addr,
-                            cmp_val, seen)
-        dlcore._trap()
-
-
 @tlc.builtin
-def signal_wait_until(sig_addr, cmp, cmp_val, timeout_ns=dlcore.DEFAULT_WAIT_TIMEOUT_NS, _semantic=None,
-                      _generator=None):
+def signal_wait_until(sig_addr, cmp, cmp_val, timeout_ns=dlcore.DEFAULT_WAIT_TIMEOUT_NS, _semantic=None):
     """Wait (acquire, every thread) until ``*sig_addr <cmp> cmp_val`` on this PE; return the value seen.
 
-    Bounded like ``dl.wait``: after ``timeout_ns`` (a constant; default 60 s) thread 0 prints the
-    address, the comparand and the value seen, and the program traps. The argument is an
-    extension of NVSHMEM's signature, whose spin has no limit.
+    The ABI's one wait (``tdist_<T>_wait_until_i64``, T from the pointer: int32 / int64 compare
+    signed, uint64 unsigned), bounded like ``dl.wait``: ``timeout_ns`` ``None`` (default) is the
+    runtime's budget, 0 forever; a wait that ends without its condition records and prints the fault
+    and traps. The argument extends NVSHMEM's signature, whose spin has no limit.
     """
     what = "libshmem_device.signal_wait_until"
     dlcore._require_cuda(what, _semantic)
     p = _semantic.to_tensor(sig_addr)
-    elem, bits = dlcore._signal_width(p, what)
+    elem, _ = dlcore._signal_width(p, what)
     dlcore._require_scalar(p, what, "sig_addr")
     cmp = tlc._unwrap_if_constexpr(cmp)
-    if cmp not in _PTX_CMP:
+    if cmp not in _CMPS:
         raise dlcore.DistributedError(f"{what}: cmp={cmp!r} is not one of CMP_EQ..CMP_LE (0..5)")
-    timeout_ns = tlc._unwrap_if_constexpr(timeout_ns)
-    if not isinstance(timeout_ns, int) or isinstance(timeout_ns, bool) or timeout_ns <= 0:
-        raise dlcore.DistributedError(f"{what}: timeout_ns must be a constant int > 0, got {timeout_ns!r}")
+    timeout = dlcore.wait_timeout_arg(timeout_ns, what)
     v = _semantic.cast(_semantic.to_tensor(tlc._unwrap_if_constexpr(cmp_val)), elem)
-    c = "r" if bits == 32 else "l"
-    addr = _semantic.cast(p, tl.int64)
-    status, seen = dlcore._inline_asm(_wait_until_asm(bits, cmp, timeout_ns), f"=r,={c},l,{c}", [addr, v],
-                                      (tl.int32, elem), _semantic)
-    _generator.call_JitFunction(_wait_until_timed_out, [status, addr, v, seen], {})
-    return seen
+    args = [_semantic.cast(p, tl.int64), _semantic.cast(_semantic.to_tensor(cmp), tl.int32), v,
+            _semantic.cast(_semantic.to_tensor(timeout), tl.int64)]
+    return dlcore._extern(f"tdist_{elem.name}_wait_until_i64", args, [tl.int64, tl.int32, elem, tl.int64], elem,
+                          _semantic, is_pure=False)
 
 
 @tlc.builtin
