@@ -21,13 +21,30 @@ namespace nb = nanobind;
 
 namespace {
 
-nb::object g_error_factory;
+// The factory (code, message) -> exception that tdist/errors.py registers. A strong reference,
+// dropped by an atexit hook (clear_error_factory) while the interpreter still runs: an nb::object
+// with static storage would be released by the C++ static destructors after Py_Finalize, and
+// freeing a Python object then aborts the process ("PyThreadState_Get ... GIL is released").
+// Both functions run with the GIL held; after the hook, errors raise as RuntimeError.
+nb::handle g_error_factory;
+
+void set_error_factory(nb::handle f) {
+  nb::handle old = g_error_factory;
+  g_error_factory = f.inc_ref();
+  old.dec_ref();
+}
+
+void clear_error_factory() {
+  nb::handle old = g_error_factory;
+  g_error_factory = nb::handle();
+  old.dec_ref();
+}
 
 [[noreturn]] void raise_status(int status, const std::string &what) {
   std::string msg = tdist_last_error_message();
   if (msg.empty()) msg = what + ": " + tdist_status_name(status);
   if (!g_error_factory.is_valid()) throw std::runtime_error(msg);
-  nb::object exc = g_error_factory(status, msg);
+  nb::object exc = nb::borrow(g_error_factory)(status, msg);
   PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
   throw nb::python_error();
 }
@@ -115,7 +132,8 @@ const tdist_device_state_t &state() {
 NB_MODULE(_C, m) {
   m.doc() = "tdist C API bindings (see include/tdist/tdist.h)";
 
-  m.def("_set_error_factory", [](nb::object f) { g_error_factory = f; });
+  m.def("_set_error_factory", [](nb::object f) { set_error_factory(f); });
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function(&clear_error_factory));
   m.def("status_name", [](int s) { return std::string(tdist_status_name(s)); });
   m.def("last_error", &tdist_last_error);
   m.def("last_error_message", [] { return std::string(tdist_last_error_message()); });
