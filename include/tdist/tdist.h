@@ -5,9 +5,11 @@
  *   - every function returning int returns TDIST_SUCCESS (0) or a negative tdist_status_t;
  *   - functions returning a pointer return NULL on error;
  *   - in both cases tdist_last_error() / tdist_last_error_message() (thread-local) say what and why;
- *   - the C++ API (tdist/runtime.hpp) throws tdist::Error carrying the same code and message;
+ *   - inside the runtime, C++ code throws tdist::Error (runtime/core/error.hpp) with the same code
+ *     and message, converted to a status at the C boundary;
  *   - Python raises tdist.TdistError subclasses named after the codes.
- * Status values are aclshmem's error codes.
+ * Status values are aclshmem's error codes (plus TDIST_ERR_COLLECTIVE_MISMATCH), all listed in
+ * tdist/status.def.
  */
 #ifndef TDIST_TDIST_H
 #define TDIST_TDIST_H
@@ -24,17 +26,11 @@ extern "C" {
 #endif
 
 typedef enum tdist_status_t {
-  TDIST_SUCCESS = 0,
-  TDIST_ERR_INVALID_PARAM = -1,
-  TDIST_ERR_INVALID_VALUE = -2,
-  TDIST_ERR_SMEM = -3,        /* shared / device memory could not be created or mapped */
-  TDIST_ERR_INNER = -4,       /* internal invariant broken (a bug in tdist) */
-  TDIST_ERR_NOT_INITED = -5,  /* call before init or after finalize */
-  TDIST_ERR_BOOTSTRAP = -6,   /* store unreachable, peer lost, protocol violation */
-  TDIST_ERR_TIMEOUT = -7,     /* a bounded wait expired */
-  TDIST_ERR_MALLOC_FAILED = -8, /* heap exhausted */
-  TDIST_ERR_COLLECTIVE_MISMATCH = -9, /* PEs called a collective with different arguments */
-  TDIST_ERR_NOT_SUPPORTED = -100
+/* TDIST_SUCCESS = 0, TDIST_ERR_INVALID_PARAM = -1, ... TDIST_ERR_NOT_SUPPORTED = -100: the values
+ * and what each means are in the one status table, tdist/status.def. */
+#define TDIST_STATUS(name, value, shmem, pyclass, pybase, description) TDIST_##name = (value),
+#include "tdist/status.def"
+#undef TDIST_STATUS
 } tdist_status_t;
 
 TDIST_EXPORT const char *tdist_status_name(int status);

@@ -36,17 +36,10 @@ extern "C" {
 
 const char *tdist_status_name(int status) {
   switch (status) {
-    case TDIST_SUCCESS: return "TDIST_SUCCESS";
-    case TDIST_ERR_INVALID_PARAM: return "TDIST_ERR_INVALID_PARAM";
-    case TDIST_ERR_INVALID_VALUE: return "TDIST_ERR_INVALID_VALUE";
-    case TDIST_ERR_SMEM: return "TDIST_ERR_SMEM";
-    case TDIST_ERR_INNER: return "TDIST_ERR_INNER";
-    case TDIST_ERR_NOT_INITED: return "TDIST_ERR_NOT_INITED";
-    case TDIST_ERR_BOOTSTRAP: return "TDIST_ERR_BOOTSTRAP";
-    case TDIST_ERR_TIMEOUT: return "TDIST_ERR_TIMEOUT";
-    case TDIST_ERR_MALLOC_FAILED: return "TDIST_ERR_MALLOC_FAILED";
-    case TDIST_ERR_COLLECTIVE_MISMATCH: return "TDIST_ERR_COLLECTIVE_MISMATCH";
-    case TDIST_ERR_NOT_SUPPORTED: return "TDIST_ERR_NOT_SUPPORTED";
+#define TDIST_STATUS(name, value, shmem, pyclass, pybase, description) \
+    case TDIST_##name: return "TDIST_" #name;
+#include "tdist/status.def"
+#undef TDIST_STATUS
     default: return "TDIST_ERR_UNKNOWN";
   }
 }
