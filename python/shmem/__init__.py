@@ -19,8 +19,11 @@ import re
 import tdist
 from tdist import errors
 
-SUCCESS, INVALID_PARAM, INVALID_VALUE, SMEM_ERROR, INNER_ERROR = 0, -1, -2, -3, -4
-NOT_INITED, BOOTSTRAP_ERROR, TIMEOUT_ERROR, MALLOC_FAILED, NOT_SUPPORTED = -5, -6, -7, -8, -100
+# The status codes under aclshmem's names (SUCCESS, INVALID_PARAM, ..., NOT_SUPPORTED), from the one
+# status table (include/tdist/status.def, read by tdist.errors). The two this module uses are also
+# bound by name.
+globals().update(errors.SHMEM_CODES)
+SUCCESS, INVALID_PARAM = errors.SHMEM_CODES["SUCCESS"], errors.SHMEM_CODES["INVALID_PARAM"]
 
 
 class OpEngineType(enum.IntFlag):

@@ -1,5 +1,14 @@
-"""Python side of tdist's one error model (docs/CONTRACT.md section 2)."""
+"""Python side of tdist's one error model (docs/CONTRACT.md section 2).
+
+The exception classes are made at import from the one status table, ``include/tdist/status.def``
+(installed next to this file), which also gives C its enum and the device its fault codes: one
+class per negative status, ``InvalidParam`` (-1, also a ``ValueError``) ... ``NotSupported`` (-100,
+also a ``NotImplementedError``). Pure Python: importing it needs no compiled extension.
+"""
 import builtins
+import re
+from collections import namedtuple
+from pathlib import Path
 
 
 class TdistError(RuntimeError):
@@ -12,48 +21,54 @@ class TdistError(RuntimeError):
             self.code = code
 
 
-class InvalidParam(TdistError, ValueError):
-    code = -1
+Status = namedtuple("Status", "name value shmem pyclass pybase description")
+Status.__doc__ = """One row of ``status.def``: ``TDIST_<name> = value``, aclshmem's ``<shmem>``, raised as
+``<pyclass>`` (``"None"`` for SUCCESS), also a ``<pybase>`` builtin unless that is ``TdistError``."""
 
 
-class InvalidValue(TdistError, ValueError):
-    code = -2
+def _table_candidates():
+    here = Path(__file__).resolve()
+    yield here.parent / "status.def"  # installed package: copied next to this file
+    yield here.parents[2] / "include" / "tdist" / "status.def"  # source checkout: python/tdist/
 
 
-class SmemError(TdistError):
-    code = -3
+_ROW = re.compile(r'^TDIST_STATUS\((\w+),\s*(-?\d+),\s*(\w+),\s*(\w+),\s*(\w+),\s*"([^"]*)"\)\s*$', re.M)
 
 
-class InnerError(TdistError):
-    code = -4
+def _read_table():
+    for path in _table_candidates():
+        if path.is_file():
+            break
+    else:
+        raise ImportError("tdist: status.def not found (looked in "
+                          + ", ".join(str(p) for p in _table_candidates()) + ")")
+    rows = [Status(n, int(v), s, c, b, d) for n, v, s, c, b, d in _ROW.findall(path.read_text())]
+    if not rows:
+        raise ImportError(f"tdist: no TDIST_STATUS entries in {path}")
+    return path, tuple(rows)
 
 
-class NotInitialized(TdistError):
-    code = -5
+STATUS_DEF, STATUSES = _read_table()
+"""The path of the table read and its rows, in table order."""
+
+SHMEM_CODES = {s.shmem: s.value for s in STATUSES}
+"""aclshmem's names for the statuses (``SUCCESS``, ``INVALID_PARAM``, ...) -> value."""
 
 
-class BootstrapError(TdistError):
-    code = -6
+def _make_class(row):
+    bases = (TdistError,) if row.pybase == "TdistError" else (TdistError, getattr(builtins, row.pybase))
+    return type(row.pyclass, bases, {"code": row.value, "__doc__": f"TDIST_{row.name}: {row.description}.",
+                                     "__module__": __name__, "__qualname__": row.pyclass})
 
 
-class TimeoutError_(TdistError, builtins.TimeoutError):
-    code = -7
+BY_CODE = {}
+"""Negative status -> its exception class."""
+for _row in STATUSES:
+    if _row.pyclass != "None":
+        BY_CODE[_row.value] = globals()[_row.pyclass] = _make_class(_row)
+del _row
 
-
-class MallocFailed(TdistError, MemoryError):
-    code = -8
-
-
-class CollectiveMismatch(TdistError):
-    code = -9
-
-
-class NotSupported(TdistError, NotImplementedError):
-    code = -100
-
-
-BY_CODE = {c.code: c for c in (InvalidParam, InvalidValue, SmemError, InnerError, NotInitialized, BootstrapError,
-                               TimeoutError_, MallocFailed, CollectiveMismatch, NotSupported)}
+__all__ = ["TdistError", "from_status", "BY_CODE", "STATUSES", "SHMEM_CODES"] + [c.__name__ for c in BY_CODE.values()]
 
 
 def from_status(code, message):

@@ -13,12 +13,14 @@ The library is linked into every kernel that uses ``dl.*`` or ``libshmem_device.
 import os
 from pathlib import Path
 
+from tdist.errors import NotSupported
+
 LIB_NAME = "libtdist_device"
 FILE_NAME = "libtdist_device.bc"
 
 
-class BitcodeNotFound(FileNotFoundError):
-    pass
+class BitcodeNotFound(NotSupported, FileNotFoundError):
+    """The device bitcode is not built or not where it was said to be (the message says where it looked)."""
 
 
 def candidates():

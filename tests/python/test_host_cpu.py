@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-tdist = pytest.importorskip("tdist", reason="tdist._C not built (cmake -DTDIST_BUILD_PYTHON=ON)")
+pytest.importorskip("tdist._C", reason="tdist._C not built (cmake -DTDIST_BUILD_PYTHON=ON)")
+import tdist  # noqa: E402
 import shmem as ash  # noqa: E402
 
 
