@@ -1,7 +1,8 @@
 """MPS control for tdist-run: several ranks on one GPU need CUDA MPS.
 
 Without MPS the GPU time-slices between processes and a cross-process flag round trip takes
-about 4.5 ms; under MPS about 1.8 us (H200, 2026-11-29, ARCHITECTURE.md). tdist-run calls
+about 4.5 ms; under MPS about 1.8 us (H200, 2026-11-29; benchmarks/NOTES.md, GPU section, has
+the raw round trip under MPS measured since: 1.53 us). tdist-run calls
 needed() / start() / rank_env() / stop().
 
 start() runs a private daemon (`nvidia-cuda-mps-control -d`) with its own pipe and log

@@ -97,8 +97,8 @@ class CudaTransport final : public HeapTransport {
     std::string err;
     // One reservation for every PE's heap, PE i at range_ + i * size_: the same layout on every PE,
     // so device code can translate with one multiply-add of constants (tdist_device_fast_t.p2p_stride)
-    // instead of an indexed table read. (A requested VA is not honoured, see ARCHITECTURE.md, so
-    // the range's base differs between processes; only the stride is shared.)
+    // instead of an indexed table read. (A requested VA is not honoured, so the range's base
+    // differs between processes; only the stride is shared: docs/CONTRACT.md section 4.)
     CUresult rr = drv_->cuMemAddressReserve(&range_, size_ * size_t(n), gran_, 0, 0);
     if (rr != CUDA_SUCCESS) {
       for (int pe = 0; pe < n; ++pe)
