@@ -467,7 +467,7 @@ __global__ void slots_kernel(int variant, int32_t *s32, int64_t *s64, int32_t k)
   } else {  // Triton-facing twins: every thread calls, program-collective
     for (int pe = 0; pe < n; ++pe)
       tdistx_notify_int64_i64(int64_t(s64 + me * 8), int64_t(k), pe, TDIST_SIGNAL_SET);
-    int32_t tok = tdistx_wait_int64_i64(int64_t(s64), n, int64_t(k));
+    int32_t tok = tdistx_wait_int64_i64(int64_t(s64), n, int64_t(k), -1);  // -1: the runtime's wait budget
     (void)tdistx_consume_token_ptr_i64(int64_t(s64), tok);
   }
 }

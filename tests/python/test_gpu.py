@@ -16,3 +16,29 @@ _reason = gpu_skip_reason()
 @pytest.mark.parametrize("ranks", [int(n) for n in os.environ.get("TDIST_TEST_RANKS", "2,4").split(",")])
 def test_gpu_worker(ranks):
     run_worker(Path(__file__).with_name("gpu_worker.py"), ranks, 240)
+
+
+def _run_scenario(scenario, ranks):
+    import subprocess
+    from gpu_worker_launch import REPO
+    cmd = [sys.executable, str(REPO / "tools" / "tdist-run"), "-n", str(ranks), "--timeout", "120", "--",
+           sys.executable, str(Path(__file__).with_name("gpu_wait_faults.py")), scenario]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    out = r.stdout + r.stderr
+    print(out[-6000:])
+    assert r.returncode == 0, f"tdist-run exited {r.returncode}"
+    expected = [line.split("EXPECT ", 1)[1].strip() for line in out.splitlines() if "EXPECT " in line]
+    assert expected, "the scenario printed no expectation"
+    for text in expected:
+        assert text in out, f"the device did not print {text!r}"
+    assert "HOST " in out and "HOST the wait returned normally" not in out, "the host did not see the launch fail"
+
+
+@pytest.mark.skipif(_reason is not None, reason=f"GPU tests need a GPU run: {_reason}")
+def test_expired_wait_reports_and_stops():
+    _run_scenario("timeout", 1)
+
+
+@pytest.mark.skipif(_reason is not None, reason=f"GPU tests need a GPU run: {_reason}")
+def test_lost_peer_ends_a_wait_forever():
+    _run_scenario("lost-peer", 2)
