@@ -3,8 +3,8 @@
  *
  * Consumers: the Triton front end (through LLVM bitcode on NVIDIA), the MLIR lowerings
  * (convert-distributed-to-llvm emits calls to exactly these names), and C / C++ / CUDA C++ users.
- * Implementations: device/CPU (C++, runs here), device/NVIDIA (CUDA header + bitcode),
- * device/Ascend (names only: the aclshmem template-library names, see docs/CONTRACT.md).
+ * Implementations: runtime/CPU (C++, the CPU backend; runs here), device/NVIDIA (CUDA header +
+ * bitcode), device/Ascend (names only: the aclshmem template-library names, see docs/CONTRACT.md).
  *
  * Name tiers, as in OpenSHMEM/NVSHMEM:
  *   tdist_    standard SHMEM-style calls

@@ -1,6 +1,6 @@
 // The aclshmem link-time symbols (docs/COMPILE.md section 3) for CPU ranks: `_mlir_ciface_<symbol>`
 // as called by a triton-ascend kernel lowered to LLVM by MLIR. Every one is a thin conversion onto
-// the device ABI (include/tdist/abi.h, device/CPU/abi.cpp), so waits stay bounded, faults stay
+// the device ABI (include/tdist/abi.h, runtime/CPU/abi.cpp), so waits stay bounded, faults stay
 // sticky, lost peers are noticed and bad addresses get the ABI's own errors.
 #include "aclshmem.h"
 
@@ -10,7 +10,7 @@
 #include "tdist/abi.h"
 
 namespace tdist {
-// device/CPU/abi.cpp: a bad device call (sticky INVALID_PARAM inside a launch, last error always).
+// runtime/CPU/abi.cpp: a bad device call (sticky INVALID_PARAM inside a launch, last error always).
 void report_bad_device_call(int pe, const void *addr, const std::string &msg);
 }  // namespace tdist
 
@@ -54,7 +54,7 @@ int32_t _mlir_ciface_aclshmem_n_pes(void) { return tdist_n_pes(); }
   void _mlir_ciface_aclshmem_##tname##_p(int64_t dst, int64_t value, int32_t pe) {      \
     tdistx_notify_##tname(addr<tname##_t>(dst), tname##_t(value), pe, TDIST_SIGNAL_SET); \
   }
-#include "../Ascend/symbols.def"
+#include "../../device/Ascend/symbols.def"
 
 void _mlir_ciface_aclshmemx_signal_op(int64_t sig_addr, int64_t signal, int32_t sig_op, int32_t pe) {
   tdistx_notify_int32(addr<int32_t>(sig_addr), int32_t(signal), pe, sig_op);

@@ -2,7 +2,7 @@
  * The aclshmem link-time symbols on CPU ranks: what a kernel compiled by triton-ascend + tdist
  * calls (docs/COMPILE.md sections 3 and 4). The ttadapter output declares each library call as a
  * `func.func private` with `llvm.emit_c_interface`, so MLIR's LLVM lowering calls
- * `_mlir_ciface_<symbol>`; libtdist defines those names (device/CPU/aclshmem.cpp) on top of the
+ * `_mlir_ciface_<symbol>`; libtdist defines those names (runtime/CPU/aclshmem.cpp) on top of the
  * device ABI (include/tdist/abi.h). Pointers are int64_t addresses. The typed families come from
  * the X-macros of device/Ascend/symbols.def.
  */
@@ -32,7 +32,7 @@ TDIST_EXPORT int32_t _mlir_ciface_aclshmem_n_pes(void);
 /* aclshmem_<T>_p on a 64-bit signal: release put of `value` to `dst` on `pe`. */
 #define TDIST_ASCEND_P_TYPE(tname) \
   TDIST_EXPORT void _mlir_ciface_aclshmem_##tname##_p(int64_t dst, int64_t value, int32_t pe);
-#include "../Ascend/symbols.def"
+#include "../../device/Ascend/symbols.def"
 
 /* i32 notify: SET=1 / ADD=2 on the int32 slot `sig_addr` of `pe`, release. */
 TDIST_EXPORT void _mlir_ciface_aclshmemx_signal_op(int64_t sig_addr, int64_t signal, int32_t sig_op,

@@ -32,7 +32,7 @@ void stop_watchdog();
 std::string peer_lost_message();
 int peer_lost_rank();
 
-// Implemented by the device ABI (device/CPU/abi.cpp), which owns the fault record:
+// Implemented by the device ABI (runtime/CPU/abi.cpp), which owns the fault record:
 // records a lost peer in `s` (overriding an earlier fault: the loss is the cause) ...
 void record_peer_lost(tdist_device_state_t &s, int lost_pe);
 // ... and takes the sticky fault for reporting: returns 0 if none, else its code with *what

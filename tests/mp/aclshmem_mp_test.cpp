@@ -1,4 +1,4 @@
-// The aclshmem link-time symbols on CPU ranks (device/CPU/aclshmem.h): what a kernel compiled by
+// The aclshmem link-time symbols on CPU ranks (runtime/CPU/aclshmem.h): what a kernel compiled by
 // triton-ascend + tdist calls. C++ "kernels" call the _mlir_ciface_ names directly, launched on a
 // 2-D grid with tdist_cpu_launch_grid, under tdist-run at 2 and 4 ranks; fresh random inputs every
 // run (TDIST_TEST_SEED to repeat one), every rank checks what it received. The AclshmemFaults
