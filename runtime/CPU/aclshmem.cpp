@@ -6,13 +6,9 @@
 
 #include <string>
 
+#include "CPU/backend.hpp"
 #include "core/error.hpp"
 #include "tdist/abi.h"
-
-namespace tdist {
-// runtime/CPU/abi.cpp: a bad device call (sticky INVALID_PARAM inside a launch, last error always).
-void report_bad_device_call(int pe, const void *addr, const std::string &msg);
-}  // namespace tdist
 
 namespace {
 
@@ -26,8 +22,7 @@ int64_t to_i64(const void *p) { return static_cast<int64_t>(reinterpret_cast<int
 // A byte count from the compiled kernel (i64): negative is a bad call, not a huge copy.
 bool size_ok(const char *what, int64_t dst, int64_t nbytes, int32_t pe) {
   if (nbytes >= 0) return true;
-  tdist::report_bad_device_call(pe, addr(dst),
-                                tdist::strfmt("%s: negative size %lld", what, (long long)nbytes));
+  tdist::cpu::bad_call(pe, addr(dst), tdist::strfmt("%s: negative size %lld", what, (long long)nbytes));
   return false;
 }
 

@@ -1,16 +1,24 @@
-// CPU backend heap: one memfd per PE, shared with every local PE and mapped by all of them.
+// The CPU backend's transport: the heap (one memfd per PE, shared with every local PE and mapped
+// by all of them) and the hooks the runtime core calls (core/transport.hpp).
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
+#include "CPU/backend.hpp"
 #include "bootstrap/control.hpp"
 #include "core/error.hpp"
+#include "core/fault.hpp"
 #include "core/transport.hpp"
 
 namespace tdist {
+
+namespace cpu {
+const tdist_device_state_t *g_state = nullptr;
+}  // namespace cpu
 
 namespace {
 
@@ -82,8 +90,28 @@ class CpuTransport final : public HeapTransport {
   void *local_base() const override { return local_; }
   const std::vector<void *> &peer_bases() const override { return bases_; }
   void zero(size_t off, size_t n) override { std::memset(static_cast<char *>(local_) + off, 0, n); }
-  void publish(const tdist_device_state_t &) override {}  // device code reads the host copy
+  // Device code reads the host copy itself.
+  void publish(const tdist_device_state_t &s) override { cpu::g_state = &s; }
+  void publish_fault(const tdist_device_state_t &s) override {
+    if (!local_) return;
+    const bool faulted = fault_code(s) != 0;
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(static_cast<char *>(local_) + TDIST_SYNC_FAULT_OFF))
+        .store(faulted ? 1 : 0, std::memory_order_release);
+    if (!faulted) return;
+    // Wake the waiters asleep on any PE's memory at once (their sleep is also bounded by 1 ms).
+    for (void *b : bases_)
+      if (b)
+        cpu::wake_words(reinterpret_cast<uint32_t *>(static_cast<char *>(b) + TDIST_SYNC_SLEEPERS_OFF),
+                        reinterpret_cast<uint32_t *>(static_cast<char *>(b) + TDIST_SYNC_FUTEX_OFF));
+  }
+  void quiet() override { cpu::copy_engine_drain(); }
+  void host_barrier(ControlPlane &) override {
+    cpu::pull_barrier(TDIST_SYNC_HOST_BARRIER_OFF);
+    std::string what;
+    if (int code = take_fault(&what)) TDIST_THROW(code, "host barrier: %s", what.c_str());
+  }
   void unmap() override {
+    cpu::g_state = nullptr;  // before the heap it points into goes
     for (void *&p : bases_)
       if (p) {
         ::munmap(p, bytes_);

@@ -14,13 +14,12 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/fault.hpp"
 #include "core/watchdog.hpp"
 
-extern "C" {
-tdist_device_state_t *tdisti_cpu_device_state = nullptr;
-}
-
 namespace tdist {
+
+void HeapTransport::host_barrier(ControlPlane &cp) { cp.barrier(); }
 
 namespace {
 
@@ -257,11 +256,14 @@ void do_init(const tdist_init_attr_t &attr) {
   c->alloc = std::make_unique<HeapAllocator>(TDIST_HEAP_RESERVED, total);
   c->teams.push_back(Team{true, 0, 1, n, s.my_pe});
   publish(*c);
-  if (c->cpu_backend) tdisti_cpu_device_state = &c->state;
   c->cp->barrier();  // everyone mapped everything before anyone writes to a peer
-  HeapTransport *t = c->transport.get();
-  tdist_device_state_t *st = &c->state;
-  start_watchdog(*c->cp, st, [t, st] { t->publish_fault(*st); });  // from here a lost peer aborts every wait of this PE
+  bind_fault_record(&c->state, c->transport.get());
+  try {
+    start_watchdog(*c->cp);  // from here a lost peer aborts every wait of this PE
+  } catch (...) {
+    unbind_fault_record();
+    throw;
+  }
   g_ctx = std::move(c);
   // registered after the transport loaded its driver, so it runs before the driver's exit handlers
   static std::once_flag exit_hook;
@@ -387,7 +389,7 @@ int tdist_finalize(void) {
     std::lock_guard<std::mutex> g(g_init_mu);
     TDIST_CHECK(g_ctx, TDIST_ERR_NOT_INITED, "tdist_finalize called before tdist_init (or twice)");
     std::unique_ptr<Context> c = std::move(g_ctx);
-    tdisti_cpu_quiet_all();
+    c->transport->quiet();
     std::string err;
     try {
       c->cp->barrier();  // nobody unmaps while a peer may still touch its heap
@@ -395,7 +397,7 @@ int tdist_finalize(void) {
       err = e.what();
     }
     stop_watchdog();  // before the state it writes and the store it watches go away
-    tdisti_cpu_device_state = nullptr;
+    unbind_fault_record();
     c->transport->unmap();
     try {
       c->cp->finalize();
@@ -485,14 +487,8 @@ const tdist_device_state_t *tdist_host_device_state(void) {
 int tdist_host_barrier_all(void) {
   return c_boundary("tdist_host_barrier_all", [&] {
     Context &c = require_context("tdist_host_barrier_all");
-    tdisti_cpu_quiet_all();
-    if (c.cpu_backend) {
-      tdisti_cpu_pull_barrier(TDIST_SYNC_HOST_BARRIER_OFF);
-      std::string what;
-      if (int code = take_device_fault(c.state, &what)) TDIST_THROW(code, "host barrier: %s", what.c_str());
-    } else {
-      c.cp->barrier();
-    }
+    c.transport->quiet();
+    c.transport->host_barrier(*c.cp);
   });
 }
 

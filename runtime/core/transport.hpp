@@ -1,5 +1,6 @@
-// Backend interface for the symmetric heap. One implementation per platform:
-// runtime/CPU (memfd shared memory) and runtime/NVIDIA (cuMemCreate + POSIX fd export).
+// Backend interface: the symmetric heap and the hooks the runtime core calls. One implementation
+// per platform: runtime/CPU (memfd shared memory; the whole CPU backend) and runtime/NVIDIA
+// (cuMemCreate + POSIX fd export).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,9 @@ struct TransportOptions {
   int device_id = -1;        // CUDA only
 };
 
+// A backend of the runtime. The core (runtime/core) calls into a backend only through this
+// interface; each backend folder (runtime/CPU, runtime/NVIDIA) implements it and keeps its
+// internals to itself.
 class HeapTransport {
  public:
   virtual ~HeapTransport() = default;
@@ -30,13 +34,23 @@ class HeapTransport {
   virtual const std::vector<void *> &peer_bases() const = 0;
   // Zero `n` bytes at heap offset `off` of the local heap (calloc, internal region).
   virtual void zero(size_t off, size_t n) = 0;
-  // Publish the device state where device code finds it (CPU: host memory; CUDA: device copy
-  // + module patching). Called after map() and whenever the state changes.
+  // Publish the device state where device code finds it (CPU: the device ABI reads this host
+  // copy, which must outlive unmap(); CUDA: a device copy + module patching). Called after map()
+  // and whenever the state changes.
   virtual void publish(const tdist_device_state_t &state) = 0;
-  // Make a fault recorded in the host state (a lost peer, found by the watchdog thread) visible to
-  // device code that may be running now. CPU: nothing to do (device code reads the host copy).
-  virtual void publish_fault(const tdist_device_state_t &) {}
-  // Undo map(). Safe to call twice.
+  // The fault record of `state` changed (core/fault.hpp, which calls this with its lock held, from
+  // any thread: a program that faulted, the watchdog that saw a peer lost, the thread reporting
+  // and clearing it): make it visible to device code that may be running now. Sets the heap's
+  // fault flag (TDIST_SYNC_FAULT_OFF) to whether a fault is recorded. CPU: device code reads the
+  // host copy; wake every waiter asleep on a PE's memory. CUDA: copy the record to the GPU's state.
+  virtual void publish_fault(const tdist_device_state_t &state) = 0;
+  // Complete this process's outstanding non-blocking operations (before a host barrier and at
+  // finalize). CPU: drain the copy-engine thread. CUDA: nothing (stream copies are the streams').
+  virtual void quiet() {}
+  // tdist_host_barrier_all after quiet(). Default: the control plane's barrier. CPU: the pull
+  // barrier through the heap, bounded like a device wait, then the fault it may have recorded.
+  virtual void host_barrier(ControlPlane &cp);
+  // Undo map() (and publish(): device code finds no state afterwards). Safe to call twice.
   virtual void unmap() = 0;
 };
 

@@ -13,6 +13,7 @@
 #include "bootstrap/control.hpp"
 #include "bootstrap/store.hpp"
 #include "core/error.hpp"
+#include "core/fault.hpp"
 
 namespace tdist {
 
@@ -20,9 +21,7 @@ namespace {
 
 class Watchdog {
  public:
-  Watchdog(std::unique_ptr<StoreClient> client, tdist_device_state_t *state, int my_pe,
-           std::function<void()> after_fault)
-      : client_(std::move(client)), state_(state), my_pe_(my_pe), after_fault_(std::move(after_fault)) {
+  Watchdog(std::unique_ptr<StoreClient> client, int my_pe) : client_(std::move(client)), my_pe_(my_pe) {
     TDIST_CHECK(::pipe2(stop_pipe_, O_CLOEXEC) == 0, TDIST_ERR_BOOTSTRAP, "watchdog: pipe: %s",
                 std::strerror(errno));
     thread_ = std::thread([this] { run(); });
@@ -36,8 +35,6 @@ class Watchdog {
  private:
   void run();
   std::unique_ptr<StoreClient> client_;
-  tdist_device_state_t *state_;
-  std::function<void()> after_fault_;
   int my_pe_;
   int stop_pipe_[2] = {-1, -1};
   std::thread thread_;
@@ -60,26 +57,18 @@ void Watchdog::run() {
     }
   }
   std::fprintf(stderr, "tdist[pe %d]: %s; aborting every wait of this PE\n", my_pe_, msg.c_str());
-  if (state_) record_peer_lost(*state_, lost);
-  if (after_fault_) {
-    try {
-      after_fault_();
-    } catch (const std::exception &e) {
-      std::fprintf(stderr, "tdist[pe %d]: could not publish the fault to the device: %s\n", my_pe_, e.what());
-    }
-  }
+  record_peer_lost(lost);  // published by the transport (the heap's flag, woken waiters, the GPU)
 }
 
 }  // namespace
 
-void start_watchdog(const ControlPlane &cp, tdist_device_state_t *state,
-                    std::function<void()> after_fault) {
+void start_watchdog(const ControlPlane &cp) {
   auto client = cp.connect_watcher();
   std::lock_guard<std::mutex> g(g_mu);
   g_dog.reset();
   g_message.clear();
   g_rank = -1;
-  g_dog = std::make_unique<Watchdog>(std::move(client), state, cp.rank(), std::move(after_fault));
+  g_dog = std::make_unique<Watchdog>(std::move(client), cp.rank());
 }
 
 void stop_watchdog() {
