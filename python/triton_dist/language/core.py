@@ -32,7 +32,6 @@ synchronisation.
 """
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 from triton.language import core as tlc
 
@@ -349,7 +348,6 @@ def notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node", _semantic
     elem = p.type.scalar.element_ty
     check_notify_dtype(elem.name, sig_op, f.platform)
     _require_scalar(p, what, "ptr")
-    bits = elem.primitive_bitwidth
     value = f.cast(f.tensor(signal), elem)
     if value.type.is_block():
         raise DistributedError(f"{what}: signal must be a scalar, got a block of shape {value.type.shape}")
