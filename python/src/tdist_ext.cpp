@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tdist/abi.h"
 #include "tdist/tdist.h"
 
 namespace nb = nanobind;
@@ -276,6 +277,14 @@ NB_MODULE(_C, m) {
     for (int i = 0; i < s.n_pes; ++i)
       out.push_back(s.p2p_heap_base ? reinterpret_cast<uintptr_t>(s.p2p_heap_base[i]) : 0);
     return out;
+  });
+
+  // ---- address translation: the runtime's own (tdist_ptr; runtime/core/translate.hpp) ----
+  m.def("ptr", [](uintptr_t addr, int pe) {
+    tdist_clear_error();
+    void *p = tdist_ptr(reinterpret_cast<void *>(addr), pe);
+    if (p == nullptr && tdist_last_error() < 0) raise_status(tdist_last_error(), "tdist_ptr");
+    return reinterpret_cast<uintptr_t>(p);  // 0: pe's heap is not mapped into this process
   });
 
   // ---- host synchronisation, control plane ----

@@ -70,13 +70,10 @@ def init_with_uniqueid(uid, rank, n_ranks, local_mem_size=None, **options):
 
 def ptr(addr, pe):
     """Host-side ``tdist_ptr``: the address of symmetric ``addr`` in PE ``pe``'s heap as mapped here
-    (0 if ``pe``'s heap is not load/store reachable)."""
-    n = _C.n_pes()
-    if not 0 <= pe < n:
-        raise InvalidParam(f"ptr: pe={pe} out of range [0, {n})", -1)
-    off = _C.heap_offset(addr)
-    base = _C.p2p_heap_bases()[pe]
-    return base + off if base else 0
+    (0 if ``pe``'s heap is not load/store reachable). The runtime translates (one host-side
+    translation for every backend); a PE out of range or an address outside the heap raises
+    ``InvalidParam``."""
+    return _C.ptr(int(addr), int(pe))
 
 
 def in_heap(addr, nbytes=1):
