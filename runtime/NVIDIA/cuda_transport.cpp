@@ -14,6 +14,7 @@
 
 #include "bootstrap/control.hpp"
 #include "core/error.hpp"
+#include "core/translate.hpp"
 #include "core/transport.hpp"
 #include "cuda_driver.hpp"
 #include "tdist/NVIDIA/host.h"
@@ -172,9 +173,11 @@ class CudaTransport final : public HeapTransport {
     for (CUmodule m : g_modules) patch(m);
   }
 
-  // Called by the watchdog thread while kernels may be spinning on the record: the copy goes on a
-  // non-blocking stream (the legacy default stream would wait for those kernels), details first and
-  // the code last, so a device reader that sees the code sees the rest.
+  // The host's fault record (core/fault.hpp: a lost peer, from the watchdog thread) becomes the
+  // GPU's, the record device code writes itself (device.cuh's tdisti_nv_fault), with the heap's
+  // fault flag. Kernels may be spinning on it: the copy goes on a non-blocking stream (the legacy
+  // default stream would wait for those kernels), details first, then the code, then the flag, so
+  // a device reader that sees the code sees the rest.
   void publish_fault(const tdist_device_state_t &s) override {
     if (!dstate_) return;
     make_current();
@@ -182,10 +185,13 @@ class CudaTransport final : public HeapTransport {
     TDIST_CU(drv_, cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     const size_t code = offsetof(tdist_device_state_t, fault_code);
     const size_t rest = offsetof(tdist_device_state_t, fault_pe);
+    const uint64_t flag = s.fault_code != 0;
     CUresult r = drv_->cuMemcpyHtoDAsync(dstate_ + rest, reinterpret_cast<const char *>(&s) + rest,
                                          sizeof s - rest, stream);
     if (r == CUDA_SUCCESS)
       r = drv_->cuMemcpyHtoDAsync(dstate_ + code, &s.fault_code, sizeof s.fault_code, stream);
+    if (r == CUDA_SUCCESS && local_)
+      r = drv_->cuMemcpyHtoDAsync(CUdeviceptr(local_) + TDIST_SYNC_FAULT_OFF, &flag, sizeof flag, stream);
     if (r == CUDA_SUCCESS) r = drv_->cuStreamSynchronize(stream);
     drv_->cuStreamDestroy(stream);
     TDIST_CHECK(r == CUDA_SUCCESS, TDIST_ERR_SMEM, "copying the fault record to the GPU: %s",
@@ -318,19 +324,19 @@ class CudaTransport final : public HeapTransport {
     return f;
   }
 
-  // Address of symmetric `addr` on `pe` for the copy engine (sdma table), range-checked.
+  // Address of symmetric `addr` on `pe` for the copy engine: the host translation
+  // (core/translate.hpp) through the sdma table, range-checked.
   CUdeviceptr translate(const void *addr, size_t nbytes, int pe, const char *api) {
     const auto &s = host_state_;
-    TDIST_CHECK(pe >= 0 && pe < s.n_pes, TDIST_ERR_INVALID_PARAM, "%s: PE %d out of range [0, %d)",
+    const PeerAddr r = peer_addr(s, addr, pe, nbytes, s.sdma_heap_base);
+    TDIST_CHECK(r.error != AddrError::kPeRange, TDIST_ERR_INVALID_PARAM, "%s: PE %d out of range [0, %d)",
                 api, pe, s.n_pes);
-    uint64_t off = uint64_t(static_cast<const char *>(addr) - static_cast<const char *>(s.heap_base));
-    TDIST_CHECK(off < s.heap_size && nbytes <= s.heap_size - off, TDIST_ERR_INVALID_PARAM,
+    TDIST_CHECK(r.error == AddrError::kNone, TDIST_ERR_INVALID_PARAM,
                 "%s: [%p, +%zu) is not inside the symmetric heap (base %p, %llu bytes)", api, addr,
                 nbytes, s.heap_base, (unsigned long long)s.heap_size);
-    void *base = s.sdma_heap_base ? s.sdma_heap_base[pe] : nullptr;
-    TDIST_CHECK(base, TDIST_ERR_NOT_SUPPORTED, "%s: PE %d's heap is not reachable by the copy engine",
-                api, pe);
-    return CUdeviceptr(base) + off;
+    TDIST_CHECK(s.sdma_heap_base && r.ptr, TDIST_ERR_NOT_SUPPORTED,
+                "%s: PE %d's heap is not reachable by the copy engine", api, pe);
+    return CUdeviceptr(r.ptr);
   }
 
  private:
