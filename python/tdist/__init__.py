@@ -12,6 +12,7 @@ from . import errors
 from .errors import (TdistError, InvalidParam, InvalidValue, SmemError, InnerError, NotInitialized,  # noqa: F401
                      BootstrapError, TimeoutError_, MallocFailed, CollectiveMismatch, NotSupported)
 from ._load import load as _load
+from ._version import __version__  # noqa: F401
 
 try:
     _load()

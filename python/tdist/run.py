@@ -1,0 +1,216 @@
+"""tdist-run: start N local ranks of a command, torchrun-style.
+
+    tdist-run -n N [--timeout S] [--wait-timeout-ms MS] [--mps auto|on|off] -- command [args...]
+    python -m tdist.run -n N -- command [args...]
+
+Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (tdist's
+store listens on MASTER_PORT + 1, torch's on MASTER_PORT) and TDIST_WAIT_TIMEOUT_MS when given.
+Output lines are prefixed with "[rank k]". If any rank fails (non-zero exit, signal) the others
+are stopped (SIGTERM, then SIGKILL after a grace period) and tdist-run exits with that rank's
+status (128 + N for a rank killed by signal N; a rank killed by a signal is named before ranks
+that merely exited non-zero in the same instant); on --timeout it stops all ranks and exits 124.
+On SIGTERM / SIGHUP / Ctrl-C it stops all ranks; if tdist-run itself is killed, the ranks get
+SIGKILL (PR_SET_PDEATHSIG). Processes a rank started in its session are killed at the end. With several ranks per GPU it runs an MPS
+daemon for the job (tools/tdist_mps.py) and stops it afterwards.
+
+The installed package runs this module as the ``tdist-run`` command; in a source checkout or a
+build tree ``tools/tdist-run`` runs this file. It uses the standard library only (no extension).
+"""
+import argparse
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+
+
+def load_mps():
+    """The MPS helper (tools/tdist_mps.py): ``tdist._mps`` in the installed package, else the file
+    beside this one (an installed prefix's share/tdist) or in the checkout's tools/; None if absent."""
+    if __package__:
+        try:
+            from . import _mps
+            return _mps
+        except ImportError:
+            pass
+    import importlib.util
+    for path in (os.path.join(HERE, "_mps.py"), os.path.join(HERE, "tdist_mps.py"),
+                 os.path.join(HERE, os.pardir, os.pardir, "tools", "tdist_mps.py")):
+        if os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location("tdist_mps", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+    return None
+
+
+def port_free(port):
+    for fam, addr in ((socket.AF_INET, "127.0.0.1"),):
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        try:
+            s.bind((addr, port))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+
+
+def pick_ports():
+    """A port P such that P (torch's store) and P+1 (tdist's store) are both free."""
+    for _ in range(200):
+        p = random.randint(20000, 60000)
+        if port_free(p) and port_free(p + 1):
+            return p
+    raise SystemExit("tdist-run: could not find two free adjacent ports")
+
+
+def pump(stream, prefix, out, lock):
+    for raw in iter(stream.readline, b""):
+        with lock:
+            out.write(prefix + raw.decode(errors="replace"))
+            out.flush()
+    stream.close()
+
+
+def count_gpus():
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        return len([d for d in vis.split(",") if d.strip() != ""])
+    try:
+        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+        return len([l for l in r.stdout.splitlines() if l.startswith("GPU ")])
+    except (OSError, subprocess.SubprocessError):
+        return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="tdist-run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", "--nranks", type=int, required=True, help="number of local ranks")
+    ap.add_argument("--timeout", type=float, default=0, help="stop the job after S seconds (0: never)")
+    ap.add_argument("--wait-timeout-ms", type=int, default=None,
+                    help="bound every device-side wait (sets TDIST_WAIT_TIMEOUT_MS)")
+    ap.add_argument("--master-port", type=int, default=0, help="MASTER_PORT (default: a free one)")
+    ap.add_argument("--mps", choices=["auto", "on", "off"], default="auto",
+                    help="MPS daemon for several ranks per GPU (auto: when ranks > GPUs > 0)")
+    ap.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    a = ap.parse_args(argv)
+    cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
+    if not cmd:
+        ap.error("no command given (tdist-run -n N -- command ...)")
+    if a.nranks < 1:
+        ap.error(f"-n must be >= 1 (got {a.nranks})")
+
+    port = a.master_port or pick_ports()
+    mps = None
+    if a.mps != "off":
+        gpus = count_gpus()
+        tdist_mps = load_mps()
+        want = a.mps == "on" or (gpus > 0 and tdist_mps is not None and tdist_mps.needed(a.nranks, gpus))
+        if want:
+            if tdist_mps is None:
+                sys.exit("tdist-run: --mps on, but the MPS helper (tools/tdist_mps.py) is missing")
+            mps = tdist_mps.start(a.nranks, gpus or None)
+
+    lock = threading.Lock()
+    procs, pumps = [], []
+    # Ranks die with the launcher, even when it is SIGKILLed (PR_SET_PDEATHSIG). preexec_fn runs
+    # between fork and exec, so every rank is started before any pump thread exists.
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        parent = os.getpid()
+
+        def die_with_launcher():
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the launcher died before prctl took effect
+                os._exit(137)
+    except (OSError, AttributeError):
+        die_with_launcher = None
+    for r in range(a.nranks):
+        env = dict(os.environ)
+        env.update(RANK=str(r), WORLD_SIZE=str(a.nranks), LOCAL_RANK=str(r),
+                   LOCAL_WORLD_SIZE=str(a.nranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        if a.wait_timeout_ms is not None:
+            env["TDIST_WAIT_TIMEOUT_MS"] = str(a.wait_timeout_ms)
+        if mps is not None:
+            env.update(tdist_mps.rank_env(mps, r) if hasattr(tdist_mps, "rank_env") else {})
+        try:
+            p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 start_new_session=True, preexec_fn=die_with_launcher)
+        except OSError as e:
+            for q in procs:
+                os.killpg(q.pid, signal.SIGKILL)
+            sys.exit(f"tdist-run: cannot start {cmd[0]!r}: {e}")
+        procs.append(p)
+    for r, p in enumerate(procs):
+        t = threading.Thread(target=pump, args=(p.stdout, f"[rank {r}] ", sys.stdout, lock), daemon=True)
+        t.start()
+        pumps.append(t)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt  # same clean-up path as Ctrl-C
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+    def stop_all(sig, everything=False):
+        # everything: also the process groups whose leader has exited (a rank's children).
+        for q in procs:
+            if everything or q.poll() is None:
+                try:
+                    os.killpg(q.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    status = 0
+    start = time.monotonic()
+    interrupted = False
+    try:
+        while True:
+            running = [q for q in procs if q.poll() is None]
+            failed = [(i, q.returncode) for i, q in enumerate(procs) if q.returncode not in (None, 0)]
+            if failed:
+                # Ranks that report a lost peer exit right after it dies, often within one poll
+                # interval: a rank killed by a signal is the likelier cause, so it is named first.
+                failed.sort(key=lambda f: (f[1] >= 0, f[0]))
+                r, code = failed[0]
+                why = f"signal {-code}" if code < 0 else f"code {code}"
+                print(f"tdist-run: rank {r} failed ({why}); stopping the other ranks", file=sys.stderr)
+                status = 128 - code if code < 0 else code
+                break
+            if not running:
+                break
+            if a.timeout and time.monotonic() - start > a.timeout:
+                print(f"tdist-run: job exceeded --timeout {a.timeout:g} s; stopping all ranks",
+                      file=sys.stderr)
+                status = 124
+                break
+            time.sleep(0.02)
+    except KeyboardInterrupt:
+        interrupted = True
+        status = 130
+    if status != 0 or interrupted:
+        stop_all(signal.SIGTERM)
+        deadline = time.monotonic() + a.grace
+        while any(q.poll() is None for q in procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop_all(signal.SIGKILL)
+    for q in procs:
+        q.wait()
+    # Nothing a rank started may outlive the job (ranks run in their own sessions).
+    stop_all(signal.SIGKILL, everything=True)
+    for t in pumps:
+        t.join(timeout=5)
+    if mps is not None:
+        tdist_mps.stop(mps)
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
