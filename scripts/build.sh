@@ -4,6 +4,7 @@
 # extension. Build directory: $TDIST_BUILD_DIR (default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh  # .venv's python3 (and its nanobind) for the extension
 BUILD=${TDIST_BUILD_DIR:-build}
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)

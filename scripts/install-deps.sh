@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything tdist needs on a fresh Debian 12 machine: Debian packages, then PyPI ones.
+# Installs everything tdist needs on a fresh Debian 12 machine: Debian packages, then PyPI ones
+# (into the virtual environment .venv).
 # Idempotent; safe to run again.
 set -euo pipefail
 SUDO=""
@@ -18,7 +19,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 PY=${PYTHON:-python3}
-$PY -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../requirements.txt"
+# PyPI packages go into the project's virtual environment (.venv, or $TDIST_VENV; python3-venv
+# above), which the other scripts put first on PATH (scripts/env.sh): Debian's own Python refuses
+# pip installs outside one (externally managed).
+VENV=${TDIST_VENV:-"$(dirname "$0")/../.venv"}
+if [ ! -x "$VENV/bin/python" ]; then
+  $PY -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../requirements.txt"
 # triton-ascend is itself a package named `triton`, so it gets its own virtual environment, made
 # from the same Python (tdist's extension loads in both): the Ascend compile path and CPU ranks.
 VENV_ASCEND=${TDIST_ASCEND_VENV:-"$(dirname "$0")/../.venv-ascend"}

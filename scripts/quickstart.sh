@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+source scripts/env.sh
 ./scripts/build.sh
 BUILD=${TDIST_BUILD_DIR:-build}
 exec "$BUILD/tools/tdist-run" -n 4 --timeout 600 -- "$BUILD/examples/alltoall_cpu"

@@ -3,6 +3,7 @@
 # Python tests (pytest). GPU tests skip with a reason on machines without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh  # .venv: python3, pytest, lit, FileCheck
 ./scripts/build.sh
 BUILD=${TDIST_BUILD_DIR:-build}
 ctest --test-dir "$BUILD" --output-on-failure -j2 --timeout 900
