@@ -1,19 +1,19 @@
-//===- DistributedToLLVM.cpp - distributed -> LLVM/NVVM (gpu) or ABI calls (cpu) -===//
+//===- DistributedToLLVM.cpp - distributed -> calls into the device ABI (gpu, cpu) -===//
 //
-// Every symbol called here is declared in include/tdist/abi.h and exported by the runtime's
-// device ABI (device/CPU for target=cpu, the NVIDIA bitcode for target=gpu), so the lowered code
-// links against them unchanged. The pass runs before any other lowering: it produces LLVM-dialect
-// ops plus structured control flow (scf.for / scf.while / scf.if), which is legal inside any
-// region (e.g. an scf.for body) and is lowered later by the standard pipeline.
+// Every op becomes LLVM-dialect calls of the runtime's device ABI: for target=cpu the thread form
+// declared in include/tdist/abi.h (runtime/CPU), for target=gpu the same queries plus the
+// Triton-facing `_i64` twins of the wait and the notify, exported by the NVIDIA bitcode
+// (include/tdist/NVIDIA/device.cuh), so the lowered code links against them unchanged and every
+// wait and notify is the ABI's one implementation. The pass runs before any other lowering and
+// produces only LLVM and arith ops, legal inside any region (e.g. an scf.for body).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tdist/Conversion/Passes.h"
 #include "tdist/Dialect/Distributed/Distributed.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "ApplyOnce.h"
 
 namespace mlir::tdist {
@@ -28,12 +28,10 @@ namespace {
 
 enum class Target { CPU, GPU };
 
-/// Bytes between consecutive signal slots (TDIST_SIGNAL_SLOT_BYTES in abi.h).
-constexpr int64_t kSlotBytes = 64;
-
 struct Options {
   Target target;
-  uint64_t spinBudget;
+  /// GPU: the wait's bound in ns (< 0: the runtime's TDIST_WAIT_TIMEOUT_MS, 0: forever).
+  int64_t waitTimeoutNs;
 };
 
 //===----------------------------------------------------------------------===//
@@ -62,28 +60,6 @@ FailureOr<LLVM::LLVMFuncOp> getOrDeclare(PatternRewriter &rewriter, Operation *u
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
   return LLVM::LLVMFuncOp::create(rewriter, module.getLoc(), name, type);
-}
-
-/// Looks up or defines an internal constant NUL-terminated string global at the start of the
-/// module (fails with an error at `user` if the name is taken by something else).
-FailureOr<LLVM::GlobalOp> getOrDefineString(PatternRewriter &rewriter, Operation *user, StringRef name,
-                                            StringRef text) {
-  auto module = user->getParentOfType<ModuleOp>();
-  Operation *existing = SymbolTable::lookupSymbolIn(module, name);
-  if (auto g = dyn_cast_or_null<LLVM::GlobalOp>(existing))
-    return g;
-  if (existing) {
-    user->emitOpError() << "needs @" << name << " for its diagnostic string but the module defines it as '"
-                        << existing->getName() << "'";
-    return failure();
-  }
-  std::string bytes = text.str();
-  bytes.push_back('\0');
-  auto type = LLVM::LLVMArrayType::get(rewriter.getI8Type(), bytes.size());
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(module.getBody());
-  return LLVM::GlobalOp::create(rewriter, module.getLoc(), type, /*isConstant=*/true,
-                                LLVM::Linkage::Internal, name, rewriter.getStringAttr(bytes));
 }
 
 /// Calls an ABI function, declaring it if needed. Returns the call (null on failure).
@@ -224,38 +200,81 @@ struct ExternCallLowering : DistPattern<ExternCallOp> {
 };
 
 //===----------------------------------------------------------------------===//
-// CPU: calls into the device ABI
+// wait / notify / consume_token: calls into the device ABI's one wait and one notify
 //===----------------------------------------------------------------------===//
+//
+// Both targets call the ABI; they differ only in the form they call:
+//   cpu: the thread form of include/tdist/abi.h (runtime/CPU):
+//          int32_t tdistx_wait_<T>(T *slots, int32_t n, T value)
+//          void    tdistx_notify_<T>(T *slot, T value, int32_t pe, int32_t sig_op)
+//   gpu: the Triton-facing twins of the NVIDIA bitcode (include/tdist/NVIDIA/device.cuh), pointers
+//        as int64 and program-collective (every thread of the CTA reaches them with the same
+//        arguments, as every thread of a Triton program does):
+//          int32_t tdistx_wait_<T>_i64(int64_t slots, int32_t n, T value, int64_t timeout_ns)
+//          int32_t tdistx_notify_<T>_i64(int64_t slot, T value, int32_t pe, int32_t sig_op)
+// On the GPU the wait is the device's one wait: threads 0..n-1 poll the slots with
+// ld.acquire.sys, then the CTA syncs; it is bounded by `wait-timeout-ns` (< 0: the runtime's
+// TDIST_WAIT_TIMEOUT_MS, 0: forever), notices a fault recorded by any wait of the PE or by the
+// host's watchdog (a lost peer), and on either records the fault, prints it once and traps. The
+// notify synchronises the CTA (bar.sync) and lets thread 0 translate the slot and release
+// (st.release.sys for set, red.release.sys for add). Every comm_scope makes the same call: how the
+// update reaches the peer is the ABI's choice (the NVIDIA ABI has the load/store path only).
+//
+// The wait's `scope` and `semantic` select nothing: the ABI's wait is always acquire at system
+// scope, at least as strong as any scope (cta, gpu, sys) and semantic (relaxed, acquire) the op
+// may ask for.
 
-struct CpuWaitLowering : DistPattern<WaitOp> {
+/// The `<T>` of the ABI's wait / notify and the suffix of the form each target calls.
+std::string slotOpName(StringRef op, Type slotType, Target target) {
+  return ("tdistx_" + op + "_" + abiTypeName(slotType) + (target == Target::GPU ? "_i64" : ""))
+      .str();
+}
+
+/// A slot pointer in the form the target's ABI takes: generic `!llvm.ptr` (cpu) or its generic
+/// address as i64 (gpu). The address is made generic first so that a pointer of any address
+/// space becomes the address the ABI dereferences.
+Value slotArg(PatternRewriter &rewriter, Location loc, Value ptr, Target target) {
+  Value generic = toGeneric(rewriter, loc, ptr);
+  if (target == Target::CPU)
+    return generic;
+  return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI64Type(), generic);
+}
+
+struct WaitLowering : DistPattern<WaitOp> {
   using DistPattern::DistPattern;
   LogicalResult matchAndRewrite(WaitOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type slotType = op.getWaitValue().getType();
-    // int32_t tdistx_wait_<T>(T *slots, int32_t n, T value): acquire, 64-byte slot stride.
-    Value ptr = toGeneric(rewriter, loc, op.getBarrierPtr());
-    Value n = castInt(rewriter, loc, op.getNumBarriers(), 32);
-    LLVM::CallOp call = callABI(rewriter, op, "tdistx_wait_" + abiTypeName(slotType),
-                                rewriter.getI32Type(), ValueRange{ptr, n, op.getWaitValue()});
+    SmallVector<Value, 4> args = {slotArg(rewriter, loc, op.getBarrierPtr(), options.target),
+                                  castInt(rewriter, loc, op.getNumBarriers(), 32),
+                                  op.getWaitValue()};
+    if (options.target == Target::GPU)
+      args.push_back(
+          arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), options.waitTimeoutNs));
+    LLVM::CallOp call = callABI(rewriter, op, slotOpName("wait", slotType, options.target),
+                                rewriter.getI32Type(), args);
     if (!call)
       return failure();
+    // The token has numBarriers' type (the op's TypesMatchWith); the ABI returns an int32 0.
     unsigned tokenWidth = cast<IntegerType>(op.getType()).getWidth();
     rewriter.replaceOp(op, castInt(rewriter, loc, call.getResult(), tokenWidth));
     return success();
   }
 };
 
-struct CpuNotifyLowering : DistPattern<NotifyOp> {
+struct NotifyLowering : DistPattern<NotifyOp> {
   using DistPattern::DistPattern;
   LogicalResult matchAndRewrite(NotifyOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto slotType = cast<IntegerType>(op.getSignalType());
-    // void tdistx_notify_<T>(T *slot, T value, int32_t pe, int32_t sig_op): release.
-    Value ptr = toGeneric(rewriter, loc, op.getSigAddr());
+    Value ptr = slotArg(rewriter, loc, op.getSigAddr(), options.target);
     Value value = castInt(rewriter, loc, op.getSignalVal(), slotType.getWidth());
     Value code = arith::ConstantIntOp::create(rewriter, loc, static_cast<int64_t>(op.getSigOp()),
                                               32);
-    if (!callABI(rewriter, op, "tdistx_notify_" + abiTypeName(slotType), Type(),
+    // The thread form returns nothing; the twin returns an int32 0 (Triton's extern calls need a
+    // result), unused here.
+    Type result = options.target == Target::GPU ? rewriter.getI32Type() : Type();
+    if (!callABI(rewriter, op, slotOpName("notify", slotType, options.target), result,
                  ValueRange{ptr, value, op.getRank(), code}))
       return failure();
     rewriter.eraseOp(op);
@@ -263,16 +282,19 @@ struct CpuNotifyLowering : DistPattern<NotifyOp> {
   }
 };
 
-struct CpuConsumeTokenLowering : DistPattern<ConsumeTokenOp> {
+struct ConsumeTokenLowering : DistPattern<ConsumeTokenOp> {
   using DistPattern::DistPattern;
   LogicalResult matchAndRewrite(ConsumeTokenOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type inType = op.getInput().getType();
     Type tokType = op.getToken().getType();
-    // Pointers and i64 go through the ABI's opaque identity, so the optimiser cannot move
-    // accesses through the result above the wait; anything else is ordered by the wait call
-    // itself (an external call with unknown effects) and becomes the identity.
-    if (isScalarSignless(tokType)) {
+    // Accesses through the result must stay after the wait. The wait is a call of an external
+    // function that may write any memory, so LLVM moves no load or store across it; on the GPU
+    // that still holds once the bitcode is linked and the wait inlined, since the wait's polls
+    // and its closing CTA barrier are volatile asm that clobbers memory. The GPU therefore uses
+    // the input as is. The CPU keeps the ABI's opaque identity for pointers and i64 (the token
+    // becomes a data dependency of the address); anything else is the identity.
+    if (options.target == Target::CPU && isScalarSignless(tokType)) {
       Value token = castInt(rewriter, loc, op.getToken(), 32);
       if (isa<LLVM::LLVMPointerType>(inType)) {
         Value ptr = toGeneric(rewriter, loc, op.getInput());
@@ -297,225 +319,6 @@ struct CpuConsumeTokenLowering : DistPattern<ConsumeTokenOp> {
   }
 };
 
-//===----------------------------------------------------------------------===//
-// GPU: inline PTX
-//===----------------------------------------------------------------------===//
-
-StringRef ptxScope(MemSyncScope scope) {
-  switch (scope) {
-  case MemSyncScope::CTA:
-    return "cta";
-  case MemSyncScope::GPU:
-    return "gpu";
-  case MemSyncScope::SYSTEM:
-    return "sys";
-  }
-  llvm_unreachable("scope");
-}
-
-struct GpuWaitLowering : DistPattern<WaitOp> {
-  using DistPattern::DistPattern;
-  LogicalResult matchAndRewrite(WaitOp op, PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value expected = op.getWaitValue();
-    unsigned width = cast<IntegerType>(expected.getType()).getWidth();
-    Type i64 = rewriter.getI64Type();
-    Type i1 = rewriter.getI1Type();
-    Type i8 = rewriter.getI8Type();
-
-    // ld.<acquire|relaxed>.<scope>.b<w>: an ordered load the compiler cannot move or merge
-    // (volatile inline asm with a memory clobber).
-    std::string sem = op.getSemantic() == MemSemantic::ACQUIRE ? "acquire" : "relaxed";
-    std::string asmText = "ld." + sem + "." + ptxScope(op.getScope()).str() + ".b" +
-                          std::to_string(width) + " $0, [$1];";
-    std::string constraints = width == 64 ? "=l,l,~{memory}" : "=r,l,~{memory}";
-
-    Value base = op.getBarrierPtr();
-    Value n = op.getNumBarriers();
-    Type nType = n.getType();
-    Value zeroN = arith::ConstantIntOp::create(rewriter, loc, nType, 0);
-    Value oneN = arith::ConstantIntOp::create(rewriter, loc, nType, 1);
-    Value zero64 = arith::ConstantIntOp::create(rewriter, loc, i64, 0);
-    Value stride = arith::ConstantIntOp::create(rewriter, loc, i64, kSlotBytes);
-    Value budget =
-        arith::ConstantIntOp::create(rewriter, loc, i64, static_cast<int64_t>(options.spinBudget));
-
-    // The expiry diagnostic: CUDA's device printf (vprintf(format, argument buffer)) and one
-    // module-level format string.
-    MLIRContext *ctx = rewriter.getContext();
-    Type ptrTy = LLVM::LLVMPointerType::get(ctx);
-    Type argsTy = LLVM::LLVMStructType::getLiteral(ctx, {i64, i64, i64, i64});
-    FailureOr<LLVM::LLVMFuncOp> vprintf = getOrDeclare(
-        rewriter, op, "vprintf",
-        LLVM::LLVMFunctionType::get(rewriter.getI32Type(), {ptrTy, ptrTy}));
-    if (failed(vprintf))
-      return failure();
-    FailureOr<LLVM::GlobalOp> msg = getOrDefineString(
-        rewriter, op, "__tdist_wait_expired",
-        "tdist: distributed.wait gave up after %llu polls: slot 0x%llx, expected %lld, last seen "
-        "%lld\n");
-    if (failed(msg))
-      return failure();
-
-    scf::ForOp::create(
-        rewriter, loc, zeroN, n, oneN, ValueRange{},
-        [&](OpBuilder &b, Location l, Value i, ValueRange) {
-          Value i64v = castIntB(b, l, i, 64);
-          Value off = arith::MulIOp::create(b, l, i64v, stride);
-          Value slot = LLVM::GEPOp::create(b, l, base.getType(), i8, base, ValueRange{off});
-          Value addr = LLVM::PtrToIntOp::create(b, l, i64, slot);
-          // Spin until the slot holds `expected` or the budget is spent; the last value read
-          // comes out too, for the diagnostic.
-          auto spin = scf::WhileOp::create(
-              b, l, TypeRange{i64, i1, expected.getType()}, ValueRange{zero64},
-              [&](OpBuilder &bb, Location ll, ValueRange args) {
-                auto load = LLVM::InlineAsmOp::create(
-                    bb, ll, expected.getType(), ValueRange{addr}, asmText, constraints,
-                    /*has_side_effects=*/true, /*is_align_stack=*/false,
-                    LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
-                Value ne = arith::CmpIOp::create(bb, ll, arith::CmpIPredicate::ne,
-                                                 load.getResult(0), expected);
-                Value more =
-                    arith::CmpIOp::create(bb, ll, arith::CmpIPredicate::ult, args[0], budget);
-                Value again = arith::AndIOp::create(bb, ll, ne, more);
-                scf::ConditionOp::create(bb, ll, again,
-                                         ValueRange{args[0], ne, load.getResult(0)});
-              },
-              [&](OpBuilder &bb, Location ll, ValueRange args) {
-                Value one = arith::ConstantIntOp::create(bb, ll, i64, 1);
-                scf::YieldOp::create(bb, ll,
-                                     ValueRange{arith::AddIOp::create(bb, ll, args[0], one)});
-              });
-          // Budget spent with the slot still not equal: say what was waited for (vprintf: polls,
-          // slot address, expected, last seen), then trap (the host sees a launch failure).
-          scf::IfOp::create(b, l, spin.getResult(1), [&](OpBuilder &bb, Location ll) {
-            Value fmt = LLVM::AddressOfOp::create(bb, ll, ptrTy, msg->getSymName());
-            Value one = arith::ConstantIntOp::create(bb, ll, i64, 1);
-            Value args = LLVM::AllocaOp::create(bb, ll, ptrTy, argsTy, one, 8);
-            Value fields[] = {spin.getResult(0), addr, castIntB(bb, ll, expected, 64),
-                              castIntB(bb, ll, spin.getResult(2), 64)};
-            for (int f = 0; f < 4; ++f) {
-              Value at = LLVM::GEPOp::create(bb, ll, ptrTy, argsTy, args,
-                                             ArrayRef<LLVM::GEPArg>{0, f});
-              LLVM::StoreOp::create(bb, ll, fields[f], at);
-            }
-            LLVM::CallOp::create(bb, ll, *vprintf, ValueRange{fmt, args});
-            LLVM::Trap::create(bb, ll);
-            scf::YieldOp::create(bb, ll);
-          });
-          scf::YieldOp::create(b, l);
-        });
-    // The token carries no value on GPU; ordering comes from the asm above.
-    rewriter.replaceOp(op, arith::ConstantIntOp::create(rewriter, loc, nType, 0).getResult());
-    return success();
-  }
-
-  static Value castIntB(OpBuilder &b, Location loc, Value v, unsigned width) {
-    auto type = cast<IntegerType>(v.getType());
-    if (type.getWidth() == width)
-      return v;
-    auto to = b.getIntegerType(width);
-    if (type.getWidth() > width)
-      return arith::TruncIOp::create(b, loc, to, v);
-    return arith::ExtSIOp::create(b, loc, to, v);
-  }
-};
-
-struct GpuNotifyLowering : DistPattern<NotifyOp> {
-  using DistPattern::DistPattern;
-  LogicalResult matchAndRewrite(NotifyOp op, PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
-    auto slotType = cast<IntegerType>(op.getSignalType());
-    unsigned width = slotType.getWidth();
-    Type i32 = rewriter.getI32Type();
-    Type i64 = rewriter.getI64Type();
-    Type slotInt = rewriter.getIntegerType(width);
-    std::string abiNotify = "tdistx_notify_" + abiTypeName(slotType);
-
-    // Declare the ABI functions up front (outside the scf.if regions built below).
-    Type genericPtr = LLVM::LLVMPointerType::get(ctx);
-    auto ptrType = LLVM::LLVMFunctionType::get(genericPtr, {genericPtr, i32});
-    auto notifyType =
-        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {genericPtr, slotInt, i32, i32});
-    FailureOr<LLVM::LLVMFuncOp> ptrFn = getOrDeclare(rewriter, op, "tdist_ptr", ptrType);
-    FailureOr<LLVM::LLVMFuncOp> notifyFn = getOrDeclare(rewriter, op, abiNotify, notifyType);
-    if (failed(ptrFn) || failed(notifyFn))
-      return failure();
-
-    Value slot = toGeneric(rewriter, loc, op.getSigAddr());
-    Value value = castInt(rewriter, loc, op.getSignalVal(), width);
-    Value rank = op.getRank();
-    Value code =
-        arith::ConstantIntOp::create(rewriter, loc, static_cast<int64_t>(op.getSigOp()), 32);
-    bool interNode = op.getCommScope() == CommScope::INTER_NODE;
-
-    // Every thread of the block reaches the notify; bar.sync orders all their earlier stores
-    // before thread 0's release (PTX: bar.sync synchronises at CTA scope, release.sys is
-    // cumulative). The notify must therefore be reached by the whole block, as in Triton.
-    NVVM::Barrier0Op::create(rewriter, loc);
-    Value tx = NVVM::ThreadIdXOp::create(rewriter, loc, i32);
-    Value ty = NVVM::ThreadIdYOp::create(rewriter, loc, i32);
-    Value tz = NVVM::ThreadIdZOp::create(rewriter, loc, i32);
-    Value any = arith::OrIOp::create(rewriter, loc, arith::OrIOp::create(rewriter, loc, tx, ty), tz);
-    Value zero = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
-    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, any, zero);
-
-    auto callNotify = [&](OpBuilder &b, Location l) {
-      LLVM::CallOp::create(b, l, *notifyFn, ValueRange{slot, value, rank, code});
-    };
-    scf::IfOp::create(rewriter, loc, first, [&](OpBuilder &b, Location l) {
-      if (interNode) {
-        // Across nodes the ABI picks the engine.
-        callNotify(b, l);
-        scf::YieldOp::create(b, l);
-        return;
-      }
-      Value remote = LLVM::CallOp::create(b, l, *ptrFn, ValueRange{slot, rank}).getResult();
-      Value null = LLVM::ZeroOp::create(b, l, genericPtr);
-      Value unreachable = LLVM::ICmpOp::create(b, l, LLVM::ICmpPredicate::eq, remote, null);
-      scf::IfOp::create(
-          b, l, unreachable,
-          [&](OpBuilder &bb, Location ll) {
-            // Not load/store reachable (another node): let the ABI deliver it.
-            callNotify(bb, ll);
-            scf::YieldOp::create(bb, ll);
-          },
-          [&](OpBuilder &bb, Location ll) {
-            Value addr = LLVM::PtrToIntOp::create(bb, ll, i64, remote);
-            std::string w = std::to_string(width);
-            std::string reg = width == 64 ? "l" : "r";
-            if (op.getSigOp() == SignalOp::SET)
-              LLVM::InlineAsmOp::create(bb, ll, Type(), ValueRange{addr, value},
-                                        "st.release.sys.b" + w + " [$0], $1;",
-                                        "l," + reg + ",~{memory}", true, false,
-                                        LLVM::tailcallkind::TailCallKind::None,
-                                        LLVM::AsmDialectAttr(), ArrayAttr());
-            else
-              LLVM::InlineAsmOp::create(bb, ll, slotInt, ValueRange{addr, value},
-                                        "atom.add.release.sys.u" + w + " $0, [$1], $2;",
-                                        "=" + reg + ",l," + reg + ",~{memory}", true, false,
-                                        LLVM::tailcallkind::TailCallKind::None,
-                                        LLVM::AsmDialectAttr(), ArrayAttr());
-            scf::YieldOp::create(bb, ll);
-          });
-      scf::YieldOp::create(b, l);
-    });
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
-struct GpuConsumeTokenLowering : DistPattern<ConsumeTokenOp> {
-  using DistPattern::DistPattern;
-  LogicalResult matchAndRewrite(ConsumeTokenOp op, PatternRewriter &rewriter) const override {
-    // The wait is volatile asm with a memory clobber: nothing moves above it, so the anchor
-    // has done its job once the wait is lowered.
-    rewriter.replaceOp(op, op.getInput());
-    return success();
-  }
-};
-
 struct ConvertDistributedToLLVMPass
     : mlir::tdist::impl::ConvertDistributedToLLVMBase<ConvertDistributedToLLVMPass> {
   using Base::Base;
@@ -533,7 +336,7 @@ struct ConvertDistributedToLLVMPass
                          << "' (expected 'gpu' or 'cpu')";
       return signalPassFailure();
     }
-    opts.spinBudget = spinBudget;
+    opts.waitTimeoutNs = waitTimeoutNs;
 
     SmallVector<Operation *> distOps;
     bool ok = true;
@@ -550,11 +353,7 @@ struct ConvertDistributedToLLVMPass
 
     RewritePatternSet patterns(ctx);
     patterns.add<RankQueryLowering<GetRankOp>, RankQueryLowering<GetNumRanksOp>, SymmAtLowering,
-                 ExternCallLowering>(ctx, opts);
-    if (opts.target == Target::CPU)
-      patterns.add<CpuWaitLowering, CpuNotifyLowering, CpuConsumeTokenLowering>(ctx, opts);
-    else
-      patterns.add<GpuWaitLowering, GpuNotifyLowering, GpuConsumeTokenLowering>(ctx, opts);
+                 ExternCallLowering, WaitLowering, NotifyLowering, ConsumeTokenLowering>(ctx, opts);
 
     (void)mlir::tdist::applyPatternsOnce(ctx, distOps, std::move(patterns));
 

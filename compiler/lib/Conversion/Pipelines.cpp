@@ -87,7 +87,7 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
   ConvertDistributedToLLVMOptions options;
   options.target = target.str();
   pm.addPass(createConvertDistributedToLLVM(options));
-  // Standard single-device lowering of what is left (scf from the GPU waits, arith, func, ...).
+  // Standard single-device lowering of what is left (scf, arith, func, ...).
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());

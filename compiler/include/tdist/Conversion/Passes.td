@@ -101,7 +101,7 @@ def LowerAscendLinalgToCPU : Pass<"lower-ascend-linalg-to-cpu", "ModuleOp"> {
 }
 
 def ConvertDistributedToLLVM : Pass<"convert-distributed-to-llvm", "ModuleOp"> {
-  let summary = "Lower the distributed ops to LLVM/NVVM (target=gpu) or device-ABI calls (target=cpu)";
+  let summary = "Lower the distributed ops to device-ABI calls: the NVIDIA bitcode (target=gpu) or the CPU ABI (target=cpu)";
   let description = [{
     Runs first, before any other lowering (the seed's "ttadapter" insertion point), and leaves
     every other op as it was. Pointers must be `!llvm.ptr`.
@@ -111,24 +111,31 @@ def ConvertDistributedToLLVM : Pass<"convert-distributed-to-llvm", "ModuleOp"> {
     `tdistx_consume_token_ptr` / `_int64` (other consume_token types are the identity), and
     extern_call's symbol.
 
-    target=gpu: rank queries and symm_at call the device ABI (`tdist_my_pe`, `tdist_n_pes`,
-    `tdist_ptr`, linked from the NVIDIA bitcode). `wait` is an inline-PTX spin loop per slot
-    (slots 64 bytes apart) with `ld.acquire.<scope>` (scope `sys` gives `ld.acquire.sys`),
-    bounded by `spin-budget` iterations, after which it prints what it waited for and traps. `notify` synchronises the
-    block (`bar.sync 0`, so every thread's earlier stores are ordered before it) and then
-    thread (0,0,0) translates the slot with `tdist_ptr` and issues `st.release.sys` (set) or
-    `atom.add.release.sys` (add); `comm_scope = inter_node` calls `tdistx_notify_<T>`
-    instead. `consume_token` is erased: the wait's inline asm is volatile and clobbers
-    memory, so nothing is hoisted above it.
+    target=gpu: every op calls the NVIDIA device bitcode (include/tdist/NVIDIA/device.cuh), so
+    the waits and notifies are the device ABI's one implementation. Rank queries and symm_at call
+    `tdist_my_pe`, `tdist_n_pes`, `tdist_ptr`. `wait %slots, %n, %v` is one call of the
+    program-collective twin `tdistx_wait_<T>_i64(i64 slots, i32 n, T v, i64 timeout_ns) -> i32`
+    (the slot address made generic, then as i64; `timeout_ns` is `wait-timeout-ns`): threads
+    0..n-1 poll the slots (64 bytes apart) with `ld.acquire.sys`, then the CTA syncs; a wait
+    that expires, or meets a fault recorded on its PE (a lost peer), records the fault, prints
+    it once and traps. Its result is the token. The op's `scope` and `semantic` select nothing:
+    the ABI's wait is always acquire at system scope, at least as strong as any scope and
+    semantic the op can ask for. `notify` is one call of `tdistx_notify_<T>_i64(i64 slot, T v,
+    i32 pe, i32 sig_op) -> i32` for every `comm_scope`: the CTA synchronises (`bar.sync`, so
+    every thread's earlier stores are released) and thread 0 translates the slot and issues
+    `st.release.sys` (set) or `red.release.sys` (add); how the update reaches the peer is the
+    ABI's choice (the NVIDIA ABI has the load/store path only). Both must therefore be reached by every thread of the CTA with the same operands, as in a
+    Triton program. `consume_token` is its input: the wait is a call that may write any memory
+    and, once the bitcode is linked and inlined, ends in volatile asm that clobbers memory, so
+    no access through the result moves above it.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "code generation target: gpu (NVVM/PTX) or cpu (device ABI calls)">,
-    Option<"spinBudget", "spin-budget", "uint64_t", /*default=*/"uint64_t(1) << 32",
-           "GPU: spin iterations per wait slot before trapping">,
+           "code generation target: gpu (calls of the NVIDIA device bitcode) or cpu (calls of the CPU device ABI)">,
+    Option<"waitTimeoutNs", "wait-timeout-ns", "int64_t", /*default=*/"-1",
+           "GPU: bound of each wait in ns, passed to the device ABI (-1: the runtime's TDIST_WAIT_TIMEOUT_MS, 0: forever)">,
   ];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
-                           "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect"];
 }
 
 def HIVMCustomToCall : Pass<"hivm-custom-to-call", "ModuleOp"> {

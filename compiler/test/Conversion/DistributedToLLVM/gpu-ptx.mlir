@@ -1,6 +1,8 @@
 // A GPU kernel with the distributed ops, through the gpu pipeline, mlir-translate and llc to
-// sm_90 PTX: the waits are ld.acquire.sys spin loops, the notify a st.release.sys from one
-// thread after bar.sync, symm_at / rank are calls of the device ABI.
+// sm_90 PTX (not linked): every op is a call of the device ABI, the notify and the wait the
+// program-collective twins tdistx_notify_int32_i64 / tdistx_wait_int32_i64, which the NVIDIA
+// bitcode resolves (compiler/test/e2e checks the linked PTX). No poll, barrier or release of the
+// lowering's own.
 // REQUIRES: mlir-translate, llc
 // RUN: tdist-opt %s --tdist-pipeline=gpu | mlir-translate --mlir-to-llvmir \
 // RUN:   | %llc -march=nvptx64 -mcpu=sm_90 | FileCheck %s
@@ -8,18 +10,32 @@
 // CHECK-DAG: .extern .func (.param .b32 func_retval0) tdist_my_pe
 // CHECK-DAG: .extern .func (.param .b32 func_retval0) tdist_n_pes
 // CHECK-DAG: .extern .func (.param .b64 func_retval0) tdist_ptr
+// CHECK-DAG: .extern .func (.param .b32 func_retval0) tdistx_notify_int32_i64
+// CHECK-DAG: .extern .func (.param .b32 func_retval0) tdistx_wait_int32_i64
 // CHECK-LABEL: .entry ring_kernel(
+// CHECK-NOT: bar.sync
+// CHECK-NOT: .release.
+// CHECK-NOT: .acquire.
+// CHECK-NOT: trap;
 // CHECK: call.uni (retval0), tdist_my_pe,
 // CHECK: call.uni (retval0), tdist_n_pes,
 // CHECK: call.uni (retval0), tdist_ptr,
-// CHECK: bar.sync 0;
-// CHECK: mov.u32 %r{{[0-9]+}}, %tid.x;
-// CHECK: st.release.sys.b32 [%rd{{[0-9]+}}], %r{{[0-9]+}};
-// CHECK: ld.acquire.sys.b32 %r{{[0-9]+}}, [%rd{{[0-9]+}}];
-// CHECK: call.uni (retval0), vprintf,
-// CHECK: trap;
+// CHECK: st.global.b32
+// The slot as a generic address (i64), the value 1, the PE, SET = 1.
+// CHECK: cvta.global.u64 %rd[[SLOT:[0-9]+]], %rd{{[0-9]+}};
+// CHECK: st.param.b64 [param0], %rd[[SLOT]];
+// CHECK: call.uni (retval0), tdistx_notify_int32_i64, (param0, param1, param2, param3);
+// The wait: the same slot, the bound -1 (the runtime's TDIST_WAIT_TIMEOUT_MS).
+// CHECK: st.param.b64 [param0], %rd[[SLOT]];
+// CHECK: st.param.b64 [param3], -1;
+// CHECK: call.uni (retval0), tdistx_wait_int32_i64, (param0, param1, param2, param3);
 // The load after the wait stays after it.
 // CHECK: ld.global.b32
+// CHECK-NOT: bar.sync
+// CHECK-NOT: .release.
+// CHECK-NOT: .acquire.
+// CHECK-NOT: trap;
+// CHECK: ret;
 func.func @ring_kernel(%buf: !llvm.ptr<1>, %sig: !llvm.ptr<1>, %out: !llvm.ptr<1>) attributes {tdist.kernel} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
