@@ -71,7 +71,8 @@ int main(int argc, char **argv) {
 
   const int P = 8;
   auto *buf = static_cast<float *>(tdist_malloc(P * sizeof(float)));
-  auto *sig = static_cast<int32_t *>(tdist_calloc(P, 64));
+  // two 64-byte signal slots per program (set, count); zeroed once: the count adds up over rounds
+  auto *sig = static_cast<int32_t *>(tdist_calloc(2 * P, 64));
   float *out = nullptr;
   if (!buf || !sig) return fail("tdist_malloc", tdist_last_error_message());
   if (cudaMalloc(&out, P * sizeof(float)) != cudaSuccess) return fail("cudaMalloc", "out");
