@@ -635,7 +635,13 @@ TDISTI_NV_FN void tdisti_nv_signal_at(uint64_t *p, uint64_t v, int op, int pe) {
 template <class T>
 TDISTI_NV_FN void tdisti_nv_notify(T *slot, T v, int32_t pe, int32_t op) {
   T *p = (T *)tdisti_nv_ptr(slot, pe);
-  if (p == 0) return;
+  if (p == 0) {
+    /* No load/store path to `pe` (a bad PE or address has already recorded INVALID_PARAM; the
+     * first fault wins): record it rather than drop the signal, so the waiter's side is not the
+     * only one to see a timeout. */
+    tdisti_nv_fault(TDISTI_NV_ERR_NOT_SUPPORTED, pe, 0, -1, (uint64_t)op, 0);
+    return;
+  }
   if (sizeof(T) == 8) {
     uint64_t b;
     __builtin_memcpy(&b, &v, 8);
