@@ -17,7 +17,13 @@ foreach(t float double char schar short int long longlong int8 int16 int32 int64
 endforeach()
 foreach(t int32 int64 uint64)
   list(APPEND expected tdist_${t}_wait_until tdist_${t}_wait_until_i64 tdistx_wait_${t} tdistx_wait_${t}_i64
-    tdistx_notify_${t} tdistx_notify_${t}_i64 tdistx_wait_${t}_block)
+    tdistx_notify_${t} tdistx_notify_${t}_i64 tdistx_wait_${t}_block tdistx_wait_${t}_strided_i64)
+endforeach()
+# libshmem_device's forms with NVSHMEM's thread / warp / block scopes
+list(APPEND expected tdistx_shmem_signal_op_i64)
+foreach(s thread warp block)
+  list(APPEND expected tdistx_shmem_barrier_${s}_i64 tdistx_shmem_putmem_${s}_i64 tdistx_shmem_putmem_${s}_nbi_i64
+    tdistx_shmem_getmem_${s}_i64 tdistx_shmem_putmem_signal_${s}_i64 tdistx_shmem_putmem_signal_${s}_nbi_i64)
 endforeach()
 set(missing "")
 foreach(s IN LISTS expected)

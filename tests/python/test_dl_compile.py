@@ -101,6 +101,11 @@ def notify_int32(sig):
 
 
 @triton.jit
+def notify_int32_add(sig):
+    dl.notify(sig, 0, 3, sig_op="add")
+
+
+@triton.jit
 def wait_float(sig):
     dl.wait(sig, 1, "gpu", "acquire")
 
@@ -131,8 +136,8 @@ def wait_negative_timeout(sig):
 
 
 def test_validation_errors(compile_ptx):
-    assert "on cuda the signal must be int64 or uint64, got int32" in _compile_error(compile_ptx, notify_int32,
-                                                                                       {"sig": "*i32"})
+    assert "on cuda the signal must be int32, int64 or uint64, got uint32" in _compile_error(
+        compile_ptx, notify_int32, {"sig": "*u32"})
     assert "signal slots must be int32, int64 or uint64, got a pointer to fp32" in _compile_error(
         compile_ptx, wait_float, {"sig": "*fp32"})
     assert "barrierPtrs must be a scalar pointer" in _compile_error(compile_ptx, wait_block, {"sig": "*i64"})
@@ -147,7 +152,8 @@ def test_validation_errors(compile_ptx):
     ("ascend", "int32", "set", True), ("ascend", "int32", "add", True),
     ("ascend", "int64", "set", True), ("ascend", "uint64", "set", True),
     ("ascend", "int64", "add", False), ("ascend", "uint64", "add", False), ("ascend", "fp32", "set", False),
-    ("cuda", "int64", "add", True), ("cuda", "uint64", "set", True), ("cuda", "int32", "set", False),
+    ("cuda", "int64", "add", True), ("cuda", "uint64", "set", True), ("cuda", "int32", "set", True),
+    ("cuda", "int32", "add", True), ("cuda", "uint32", "set", False), ("cuda", "fp32", "set", False),
     ("hip", "int32", "add", False),
 ])
 def test_notify_dtype_rules(platform, dtype, op, ok):
@@ -156,6 +162,14 @@ def test_notify_dtype_rules(platform, dtype, op, ok):
     else:
         with pytest.raises(dl.DistributedError, match=dtype):
             dl.check_notify_dtype(dtype, op, platform)
+
+
+def test_notify_int32_on_cuda(compile_ptx):
+    # the device ABI's tdistx_notify_int32_i64: a 32-bit release store (set) / release add
+    b = body(compile_ptx(notify_int32, {"sig": "*i32"}))
+    assert re.search(r"st\.release\.sys\.global\.(u|b|s)32", b), b
+    b = body(compile_ptx(notify_int32_add, {"sig": "*i32"}))
+    assert re.search(r"red\.release\.sys\.global\.add\.u32", b), b
 
 
 PTR_I64 = tl.constexpr({(tl.int64, tl.int32): ("tdist_ptr_i64", tl.int64)})

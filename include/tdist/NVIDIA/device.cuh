@@ -452,18 +452,18 @@ TDISTI_NV_FN int32_t tdisti_nv_wait_one(const T *addr, int cmp, T v, uint64_t ti
   }
 }
 
-/* Wait until each of n slots (stride TDIST_SIGNAL_SLOT_BYTES) equals v; first/step select this
- * thread's subset (cooperative waits). A thread with one slot polls it with ld.acquire; one with
+/* Wait until each of n slots (`stride` bytes apart, TDIST_SIGNAL_SLOT_BYTES unless the caller says
+ * otherwise) equals v; first/step select this thread's subset (cooperative waits). A thread with one slot polls it with ld.acquire; one with
  * several sweeps them with relaxed loads, so all are in flight at once, and one acquire fence ends
  * the sweep. Returns 0 or the status that ended the wait. */
 template <class T>
 TDISTI_NV_FN int32_t tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_t first, int32_t step,
-                                          uint64_t timeout) {
+                                          uint64_t timeout, size_t stride = TDIST_SIGNAL_SLOT_BYTES) {
   const char *base = (const char *)slots;
   if (first >= n) return 0;
   if (first + step >= n) {
     T seen;
-    return tdisti_nv_wait_one<T>((const T *)(base + (size_t)first * TDIST_SIGNAL_SLOT_BYTES), TDIST_CMP_EQ,
+    return tdisti_nv_wait_one<T>((const T *)(base + (size_t)first * stride), TDIST_CMP_EQ,
                                  v, timeout, &seen);
   }
   tdist_device_state_t *st = 0;
@@ -472,7 +472,7 @@ TDISTI_NV_FN int32_t tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_
     int32_t bad = -1;
     T seen = v;
     for (int32_t i = first; i < n; i += step) {
-      const T *p = (const T *)(base + (size_t)i * TDIST_SIGNAL_SLOT_BYTES);
+      const T *p = (const T *)(base + (size_t)i * stride);
       uint64_t b = tdisti_nv_ld_relaxed_bits(p, sizeof(T));
       T x;
       __builtin_memcpy(&x, &b, sizeof x);
@@ -491,7 +491,7 @@ TDISTI_NV_FN int32_t tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_
       if (st == 0) return TDISTI_NV_ERR_INVALID_PARAM;
       t0 = tdisti_nv_globaltimer();
     } else if ((it & 63u) == 0) {
-      const int32_t s = tdisti_nv_wait_check(st, t0, timeout, base + (size_t)bad * TDIST_SIGNAL_SLOT_BYTES,
+      const int32_t s = tdisti_nv_wait_check(st, t0, timeout, base + (size_t)bad * stride,
                                              TDIST_CMP_EQ, (uint64_t)v, (uint64_t)seen);
       if (s != 0) return s;
     }
@@ -768,11 +768,48 @@ TDISTI_NV_ABI int64_t tdistx_consume_token_int64(int64_t value, int32_t token) {
 TDISTI_NV_ABI void tdist_fence(void) { tdisti_nv_fence_acq_rel_sys(); }
 TDISTI_NV_ABI void tdist_quiet(void) { tdisti_nv_fence_sc_sys(); }
 
+/* The cross-PE part of every device barrier, run by one thread per PE: publish this PE's next
+ * epoch at TDIST_SYNC_DEVICE_BARRIER_OFF (release) and pull every peer's epoch, accepting epoch or
+ * epoch + 1 (a peer may already be in the next barrier). Every barrier of every form adds one to
+ * the epoch of every PE, so the grid barrier and the PE barriers of libshmem_device compose, as long
+ * as every PE runs the same sequence of barriers. Returns 0, or the status that ended the pull (its
+ * fault recorded, the ABI's wait policy: tdisti_nv_wait_check every 64 sweeps). */
+TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st) {
+  char *heap = (char *)TDISTI_NV_SF_PTR(st, heap_base);
+  uint64_t *epoch_p = (uint64_t *)(heap + TDIST_SYNC_DEVICE_BARRIER_OFF);
+  const uint64_t e = tdisti_nv_ld_relaxed_u64(epoch_p) + 1;
+  tdisti_nv_st_release_u64(epoch_p, e);
+  const int n = TDISTI_NV_SF_S32(st, n_pes), me = TDISTI_NV_SF_S32(st, my_pe);
+  const uint64_t t0 = tdisti_nv_globaltimer();
+  int32_t status = 0;
+  for (uint32_t it = 0;; ++it) {
+    int bad = -1;
+    uint64_t seen = 0;
+    for (int pe = 0; pe < n; ++pe) {
+      if (pe == me) continue;
+      const uint64_t *q = (const uint64_t *)(tdisti_nv_p2p_base(st, pe) + TDIST_SYNC_DEVICE_BARRIER_OFF);
+      uint64_t v = tdisti_nv_ld_relaxed_u64(q);
+      if (v != e && v != e + 1) {
+        bad = pe;
+        seen = v;
+        break;
+      }
+    }
+    if (bad < 0) break;
+    if ((it & 63u) == 63u &&
+        (status = tdisti_nv_wait_check(st, t0, st->wait_timeout_ns,
+                                       tdisti_nv_p2p_base(st, bad) + TDIST_SYNC_DEVICE_BARRIER_OFF, TDIST_CMP_EQ, e,
+                                       seen)) != 0)
+      break;
+  }
+  tdisti_nv_fence_acq_rel_sys();
+  return status;
+}
+
 /* Device barrier (docs/CONTRACT.md section 3): collective over every CTA of the launch on every
  * PE; every thread of every CTA calls it. All CTAs of the launch must be co-resident. The last
- * CTA to arrive at TDIST_SYNC_GRID_ARRIVE_OFF resets the arrival count, publishes this PE's next
- * epoch at TDIST_SYNC_DEVICE_BARRIER_OFF, pulls every peer's epoch (accepting epoch or epoch+1:
- * a peer may already be in the next barrier), then bumps TDIST_SYNC_GRID_RELEASE_OFF. */
+ * CTA to arrive at TDIST_SYNC_GRID_ARRIVE_OFF resets the arrival count, runs the cross-PE barrier
+ * (tdisti_nv_pe_barrier), then bumps TDIST_SYNC_GRID_RELEASE_OFF. */
 TDISTI_NV_ABI void tdist_barrier_all(void) {
   tdisti_nv_syncthreads();
   if (tdisti_nv_block_tid() == 0) {
@@ -780,37 +817,13 @@ TDISTI_NV_ABI void tdist_barrier_all(void) {
     char *heap = (char *)TDISTI_NV_SF_PTR(st, heap_base);
     uint64_t *arrive = (uint64_t *)(heap + TDIST_SYNC_GRID_ARRIVE_OFF);
     uint64_t *release = (uint64_t *)(heap + TDIST_SYNC_GRID_RELEASE_OFF);
-    uint64_t *epoch_p = (uint64_t *)(heap + TDIST_SYNC_DEVICE_BARRIER_OFF);
     const uint64_t gen = tdisti_nv_ld_acquire_u64(release);
     const uint64_t nctas = tdisti_nv_num_ctas();
     tdisti_nv_fence_sc_sys(); /* every earlier store of the CTA (bar.sync above) is released */
     const uint64_t old = tdisti_nv_atom_add_acq_rel_gpu_u64(arrive, 1);
     if (old == nctas - 1) {
       tdisti_nv_st_relaxed_u64(arrive, 0);
-      const uint64_t e = tdisti_nv_ld_relaxed_u64(epoch_p) + 1;
-      tdisti_nv_st_release_u64(epoch_p, e);
-      const int n = TDISTI_NV_SF_S32(st, n_pes), me = TDISTI_NV_SF_S32(st, my_pe);
-      const uint64_t t0 = tdisti_nv_globaltimer();
-      for (uint32_t it = 0;; ++it) {
-        int bad = -1;
-        uint64_t seen = 0;
-        for (int pe = 0; pe < n; ++pe) {
-          if (pe == me) continue;
-          const uint64_t *q = (const uint64_t *)(tdisti_nv_p2p_base(st, pe) + TDIST_SYNC_DEVICE_BARRIER_OFF);
-          uint64_t v = tdisti_nv_ld_relaxed_u64(q);
-          if (v != e && v != e + 1) {
-            bad = pe;
-            seen = v;
-            break;
-          }
-        }
-        if (bad < 0) break;
-        if ((it & 63u) == 63u &&
-            tdisti_nv_wait_check(st, t0, st->wait_timeout_ns, tdisti_nv_p2p_base(st, bad) + TDIST_SYNC_DEVICE_BARRIER_OFF,
-                                 TDIST_CMP_EQ, e, seen) != 0)
-          break;
-      }
-      tdisti_nv_fence_acq_rel_sys();
+      (void)tdisti_nv_pe_barrier(st);
       tdisti_nv_st_release_u64(release, gen + 1);
     } else {
       uint64_t seen;
@@ -875,9 +888,10 @@ TDISTI_NV_DEFINE_GROUP_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(),
 /* Block-cooperative slot wait: threads 0..n-1 (strided) poll the slots, then the CTA syncs. The
  * result is the same in every thread: 0, or the status that ended some thread's wait. */
 template <class T>
-TDISTI_NV_FN int32_t tdisti_nv_wait_slots_block(const T *slots, int32_t n, T v, uint64_t timeout) {
+TDISTI_NV_FN int32_t tdisti_nv_wait_slots_block(const T *slots, int32_t n, T v, uint64_t timeout,
+                                                size_t stride = TDIST_SIGNAL_SLOT_BYTES) {
   const int32_t s = tdisti_nv_wait_slots<T>(slots, n, v, (int32_t)tdisti_nv_block_tid(),
-                                            (int32_t)tdisti_nv_block_size(), timeout);
+                                            (int32_t)tdisti_nv_block_size(), timeout, stride);
   if (!tdisti_nv_syncthreads_or(s != 0)) return 0;
   if (s != 0) return s;
   tdist_device_state_t *st = tdisti_nv_state();
@@ -1062,6 +1076,162 @@ TDISTI_NV_ABI int32_t tdist_quiet_i64(void) {
   tdist_quiet();
   return 0;
 }
+
+/* ======================================================================================
+ * libshmem_device forms with NVSHMEM's scopes (appended; the twins above keep their meaning).
+ *
+ * Triton-distributed kernels call libshmem_device the way CUDA code calls NVSHMEM: the plain form
+ * is one thread's call (typically under `if tid == 0:`), `_warp` is called by every lane of a warp,
+ * `_block` by every thread of the program. So these twins contain no CTA barrier in the thread
+ * form, only warp barriers in the warp form, and join the CTA in the block form.
+ *
+ * Bulk puts, each participant copying its share (tdisti_nv_copy):
+ *   group forms join at entry (every participant's earlier stores to the source are visible to the
+ *   others) and at exit (the whole source has been read and every store issued);
+ *   blocking forms also fence (fence.sc.sys) in every participant before the exit join: on return
+ *   every byte is performed at system scope, visible to any later access from any PE;
+ *   `_nbi` forms skip that fence: they return as soon as the stores are issued, which may still be
+ *   in flight to the peer. The source may be reused on return. Delivery is guaranteed once the
+ *   issuing threads have called quiet (tdist_quiet_i64, fence.sc.sys), and is ordered before any
+ *   later release (signal op, notify, putmem_signal, barrier) made by a thread that joined the
+ *   issuers (a group form's exit join, __syncthreads) -- release cumulativity.
+ * Gets complete on return in both forms (a load/store copy must load before it can store).
+ * putmem_signal: data, group join, then one release signal by the group's first thread (after
+ * fence.sc.sys); the blocking form joins again after the signal, `_nbi` lets the other participants
+ * return without waiting for it.
+ * ====================================================================================== */
+
+/* Device-side teams. The runtime's teams (tdist_team_split_strided) live on the host only; on the
+ * device the world team exists, and the node and shared teams are the world team: every PE of a
+ * tdist job is mapped into every other PE (one host). The values are chosen so that they cannot be
+ * taken for a host team handle (small non-negative indices). */
+#define TDISTX_TEAM_SHARED 0x100001
+#define TDISTX_TEAM_NODE 0x100002
+TDISTI_NV_FN bool tdisti_nv_team_is_world(int32_t team) {
+  return team == 0 || team == TDISTX_TEAM_SHARED || team == TDISTX_TEAM_NODE;
+}
+
+TDISTI_NV_FN uint32_t tdisti_nv_activemask(void) {
+  uint32_t m;
+  asm volatile("activemask.b32 %0;" : "=r"(m));
+  return m;
+}
+
+/* The PE barrier of one participant per PE (the thread that represents the PE). `team` must be a
+ * device-side team; the program stops otherwise, and when the barrier gives up. */
+TDISTI_NV_FN void tdisti_nv_shmem_barrier_one(int32_t team, const char *what) {
+  tdist_device_state_t *st = tdisti_nv_state_checked();
+  if (!tdisti_nv_team_is_world(team)) {
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, TDISTI_NV_SF_S32(st, my_pe), 0, -1, (uint64_t)(int64_t)team, 0);
+    tdisti_nv_stop(what, TDISTI_NV_ERR_INVALID_PARAM);
+  }
+  tdisti_nv_fence_sc_sys(); /* every store this thread made or observed is released before the epoch */
+  const int32_t s = tdisti_nv_pe_barrier(st);
+  if (s != 0) tdisti_nv_stop(what, s);
+}
+
+/* Thread form: one thread per PE calls it. A whole warp calling it (every lane a participant, so
+ * 32 epochs per PE) is refused: the fault record's `expected` is the number of lanes. */
+TDISTI_NV_ABI int32_t tdistx_shmem_barrier_thread_i64(int32_t team) {
+  uint32_t lanes;
+  asm("popc.b32 %0, %1;" : "=r"(lanes) : "r"(tdisti_nv_activemask()));
+  if (lanes != 1) {
+    tdist_device_state_t *st = tdisti_nv_state_checked();
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, TDISTI_NV_SF_S32(st, my_pe), 0, -1, lanes, 0);
+    tdisti_nv_stop("libshmem_device barrier (thread form, called by several lanes: use the _warp or _block form)",
+                   TDISTI_NV_ERR_INVALID_PARAM);
+  }
+  tdisti_nv_shmem_barrier_one(team, "libshmem_device barrier");
+  return 0;
+}
+TDISTI_NV_ABI int32_t tdistx_shmem_barrier_warp_i64(int32_t team) {
+  tdisti_nv_syncwarp();
+  if (tdisti_nv_laneid() == 0) tdisti_nv_shmem_barrier_one(team, "libshmem_device barrier_warp");
+  tdisti_nv_syncwarp();
+  return 0;
+}
+TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
+  tdisti_nv_syncthreads();
+  if (tdisti_nv_block_tid() == 0) tdisti_nv_shmem_barrier_one(team, "libshmem_device barrier_block");
+  tdisti_nv_syncthreads();
+  return 0;
+}
+
+#define TDISTI_NV_DEFINE_SHMEM_RMA(scope, IDX, SIZE, SYNC)                                               \
+  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes, int32_t pe) { \
+    SYNC;                                                                                                \
+    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                      \
+    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                               \
+    tdisti_nv_fence_sc_sys();                                                                            \
+    SYNC;                                                                                                \
+    return 0;                                                                                            \
+  }                                                                                                      \
+  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_##scope##_nbi_i64(int64_t dst, int64_t src, int64_t nbytes,   \
+                                                             int32_t pe) {                               \
+    SYNC;                                                                                                \
+    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                      \
+    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                               \
+    SYNC;                                                                                                \
+    return 0;                                                                                            \
+  }                                                                                                      \
+  TDISTI_NV_ABI int32_t tdistx_shmem_getmem_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes, int32_t pe) { \
+    SYNC;                                                                                                \
+    const void *p = tdisti_nv_ptr(TDISTI_NV_P(src), pe);                                                \
+    if (p) tdisti_nv_copy(TDISTI_NV_P(dst), p, (size_t)nbytes, IDX, SIZE);                               \
+    SYNC;                                                                                                \
+    return 0;                                                                                            \
+  }                                                                                                      \
+  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_signal_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes, \
+                                                                int64_t sig_addr, uint64_t signal,       \
+                                                                int32_t sig_op, int32_t pe) {            \
+    SYNC;                                                                                                \
+    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                      \
+    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                               \
+    SYNC;                                                                                                \
+    if (IDX == 0) {                                                                                      \
+      tdisti_nv_fence_sc_sys();                                                                          \
+      tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);                            \
+    }                                                                                                    \
+    SYNC;                                                                                                \
+    return 0;                                                                                            \
+  }                                                                                                      \
+  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_signal_##scope##_nbi_i64(int64_t dst, int64_t src, int64_t nbytes, \
+                                                                    int64_t sig_addr, uint64_t signal,   \
+                                                                    int32_t sig_op, int32_t pe) {        \
+    SYNC;                                                                                                \
+    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                      \
+    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                               \
+    SYNC;                                                                                                \
+    if (IDX == 0) {                                                                                      \
+      tdisti_nv_fence_sc_sys();                                                                          \
+      tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);                            \
+    }                                                                                                    \
+    return 0;                                                                                            \
+  }
+TDISTI_NV_DEFINE_SHMEM_RMA(thread, 0u, 1u, (void)0)
+TDISTI_NV_DEFINE_SHMEM_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp())
+TDISTI_NV_DEFINE_SHMEM_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(), tdisti_nv_syncthreads())
+#undef TDISTI_NV_DEFINE_SHMEM_RMA
+
+/* Thread form of signal_op: the calling thread's release update (no CTA barrier). */
+TDISTI_NV_ABI int32_t tdistx_shmem_signal_op_i64(int64_t sig_addr, uint64_t signal, int32_t sig_op, int32_t pe) {
+  tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);
+  return 0;
+}
+
+/* dl.wait with an explicit slot stride (bytes): the block-cooperative wait of tdistx_wait_<T>_i64
+ * over slots `stride_bytes` apart (Triton-distributed lays a kernel's slots out contiguously:
+ * stride = the element size). */
+#define TDISTI_NV_DEFINE_WAIT_STRIDED_I64(name, T)                                                        \
+  TDISTI_NV_ABI int32_t tdistx_wait_##name##_strided_i64(int64_t slots, int32_t n, int64_t stride_bytes,  \
+                                                         T value, int64_t timeout_ns) {                   \
+    const int32_t s = tdisti_nv_wait_slots_block<T>((const T *)TDISTI_NV_P(slots), n, value,              \
+                                                    tdisti_nv_timeout_arg(timeout_ns), (size_t)stride_bytes); \
+    if (s != 0) tdisti_nv_stop("dl.wait", s);                                                             \
+    return 0;                                                                                             \
+  }
+TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_WAIT_STRIDED_I64)
+#undef TDISTI_NV_DEFINE_WAIT_STRIDED_I64
 
 #undef TDISTI_NV_P
 #undef TDISTI_NV_I

@@ -32,12 +32,15 @@ synchronisation.
 """
 from __future__ import annotations
 
+import warnings
+
+import triton
 import triton.language as tl
 from triton.language import core as tlc
 
 from .. import _bitcode
 
-SIGNAL_SLOT_BYTES = 64  # TDIST_SIGNAL_SLOT_BYTES: slots of a multi-slot wait are one cache line apart
+SIGNAL_SLOT_BYTES = 64  # TDIST_SIGNAL_SLOT_BYTES: by default the slots of a multi-slot wait are one cache line apart
 DEFAULT_WAIT_TIMEOUT_NS = None  # the runtime's wait budget (TDIST_WAIT_TIMEOUT_MS, default 60 s)
 
 SIGNAL_SET = 1  # tdist_signal_op_t
@@ -49,6 +52,11 @@ _COMM_SCOPES = ("gpu", "intra_node", "inter_node")
 
 # dl.wait accepts every signal type of the device ABI (TDIST_FOR_EACH_SIGNAL_TYPE).
 _WAIT_DTYPES = {"int32": 32, "int64": 64, "uint64": 64}
+
+
+class SlotStrideWarning(UserWarning):
+    """A multi-slot ``dl.wait`` without ``slot_stride``: tdist reads its slots 64 bytes apart, while
+    kernels written for Triton-distributed lay them out contiguously (``slot_stride=1``)."""
 
 
 from ._front import DistributedError, Front, SCOPE_CODES, SEMANTIC_CODES, SIG_OP_CODES, COMM_SCOPE_CODES  # noqa: E402,F401
@@ -150,19 +158,61 @@ def wait_timeout_arg(timeout_ns, what):
     return timeout_ns
 
 
+def _slot_stride(slot_stride, elem, numBarriers, what, _generator):
+    """The slot stride in elements (``slot_stride`` checked; ``None``: tdist's 64-byte layout, with a
+    SlotStrideWarning when the wait may cover more than one slot)."""
+    slot_stride = _unwrap(slot_stride)
+    bits = _WAIT_DTYPES[elem.name]
+    if slot_stride is None:
+        n = _unwrap(numBarriers)
+        if not (isinstance(n, int) and n == 1):
+            _warn_at(_generator, f"{what}: numBarriers={n if isinstance(n, int) else '<run-time value>'} without "
+                     f"slot_stride reads its {elem.name} slots {SIGNAL_SLOT_BYTES} bytes apart (tdist's layout, "
+                     f"slot_stride={SIGNAL_SLOT_BYTES * 8 // bits}); a kernel written for Triton-distributed lays "
+                     "them out contiguously: pass slot_stride=1 (or the stride you mean) to say which",
+                     SlotStrideWarning)
+        return SIGNAL_SLOT_BYTES * 8 // bits
+    if not isinstance(slot_stride, int) or isinstance(slot_stride, bool) or slot_stride < 1:
+        raise DistributedError(f"{what}: slot_stride must be None (64-byte slots) or a constant int >= 1 (elements), "
+                               f"got {slot_stride!r}")
+    return slot_stride
+
+
+def _warn_at(_generator, message, category):
+    """``warnings.warn`` attributed to the kernel source line being compiled (once per line)."""
+    node = getattr(_generator, "cur_node", None)
+    fn = getattr(_generator, "jit_fn", None)
+    filename = getattr(_generator, "file_name", None) or getattr(fn, "__module__", None) or "<kernel>"
+    lineno = getattr(node, "lineno", 0) or 0
+    begin = getattr(_generator, "begin_line", 0) or 0
+    name = getattr(fn, "__name__", "") if fn is not None else ""
+    warnings.warn_explicit(f"{message} [kernel {name}]" if name else message, category, filename,
+                           lineno + begin, module=filename, registry=_WARNED)
+
+
+_WARNED = {}
+
+
 # --------------------------------------------------------------------------------------------
 # the primitives
 
 
 @tlc.builtin
 def wait(barrierPtrs, numBarriers, scope="gpu", semantic="acquire", waitValue=1, timeout_ns=DEFAULT_WAIT_TIMEOUT_NS,
-         _semantic=None, _builder=None, _generator=None):
+         slot_stride=None, _semantic=None, _builder=None, _generator=None):
     """Wait until each of ``numBarriers`` signal slots equals ``waitValue``; return a token (int32).
 
-    ``barrierPtrs`` is a scalar pointer to int32 / int64 / uint64; slot i is at byte offset
-    ``i * 64`` (seed 000 section 4.2: one slot per cache line). ``scope``: "gpu" or "sys" (both
+    ``barrierPtrs`` is a scalar pointer to int32 / int64 / uint64. ``scope``: "gpu" or "sys" (both
     system scope, see the module docstring); ``semantic``: "acquire" or "relaxed". Non-consuming.
     Pass the token to ``consume_token`` to order later loads after the wait.
+
+    ``slot_stride`` (a constant, in elements of the slot type): slot i is ``barrierPtrs + i *
+    slot_stride``. ``None`` (default) is tdist's layout, one slot per 64-byte cache line (seed 000
+    section 4.2: 16 int32 or 8 int64 elements apart). Kernels written for Triton-distributed, whose
+    ``dl.wait`` reads consecutive elements, pass ``slot_stride=1``. A wait on more than one slot
+    (``numBarriers`` not the constant 1) without ``slot_stride`` compiles with tdist's layout and a
+    ``SlotStrideWarning`` naming the call, so a ported kernel never watches other words silently
+    (docs/CONTRACT.md section 3, docs/PORTING.md).
 
     ``timeout_ns``: ``None`` (default) = the runtime's budget (``option_attr.wait_timeout_ms`` /
     ``TDIST_WAIT_TIMEOUT_MS``), 0 = forever, else nanoseconds; see the module docstring for what an
@@ -185,6 +235,20 @@ def wait(barrierPtrs, numBarriers, scope="gpu", semantic="acquire", waitValue=1,
         raise DistributedError(f"{what}: numBarriers must be a scalar, got a block of shape {n.type.shape}")
     value = f.cast(f.tensor(waitValue), elem)
     timeout = wait_timeout_arg(timeout_ns, what)
+    stride = _slot_stride(slot_stride, elem, numBarriers, what, _generator)
+    default_stride = SIGNAL_SLOT_BYTES // (bits // 8)
+    if stride != default_stride and not (isinstance(_unwrap(numBarriers), int) and _unwrap(numBarriers) == 1):
+        if f.lowering == "marker":
+            # The template library's wait reads 64-byte slots: wait for each slot alone, in order (each
+            # call is the ABI's one wait on one slot).
+            if _generator is None:
+                raise DistributedError(f"{what}: slot_stride={stride} needs the code generator (call it from a kernel)")
+            return _generator.call_JitFunction(_wait_each, [ptr, n, value], {
+                "STRIDE": tl.constexpr(stride), "SCOPE": tl.constexpr(_unwrap(scope)),
+                "SEMANTIC": tl.constexpr(semantic)})
+        return _extern(f"tdistx_wait_{elem.name}_strided_i64",
+                       [_to_i64(ptr, _semantic), n, f.i64(stride * (bits // 8)), value, f.i64(timeout)],
+                       [tl.int64, tl.int32, tl.int64, elem, tl.int64], tl.int32, _semantic, is_pure=False)
     if f.lowering == "marker":
         args = [f.ptr_as_i64(ptr, "barrierPtrs"), n, value, f.i32(SCOPE_CODES[_unwrap(scope)]),
                 f.i32(SEMANTIC_CODES[semantic])]
@@ -314,8 +378,9 @@ def symm_at(ptr, rank, _semantic=None, _builder=None):
 
 
 def check_notify_dtype(dtype_name: str, sig_op: str, platform: str) -> None:
-    """Seed 000 section 7.4: Ascend allows int32 (set and add) and int64 / uint64 (set only); every
-    other platform allows int64 / uint64 only."""
+    """Seed 000 section 7.4: Ascend allows int32 (set and add) and int64 / uint64 (set only). CUDA
+    allows every signal type of the device ABI (int32, int64, uint64; set and add:
+    ``tdistx_notify_<T>_i64``); every other platform allows int64 / uint64 only."""
     if platform == "ascend":
         if dtype_name == "int32":
             return
@@ -325,6 +390,10 @@ def check_notify_dtype(dtype_name: str, sig_op: str, platform: str) -> None:
                     f"dl.notify: on Ascend a {dtype_name} signal supports sig_op='set' only, got {sig_op!r}")
             return
         raise DistributedError(f"dl.notify: on Ascend the signal must be int32, int64 or uint64, got {dtype_name}")
+    if platform == "cuda":
+        if dtype_name not in _WAIT_DTYPES:
+            raise DistributedError(f"dl.notify: on cuda the signal must be int32, int64 or uint64, got {dtype_name}")
+        return
     if dtype_name not in ("int64", "uint64"):
         raise DistributedError(f"dl.notify: on {platform} the signal must be int64 or uint64, got {dtype_name}")
 
@@ -383,3 +452,13 @@ def extern_call(lib_name, lib_path, args, arg_type_symbol_dict, is_pure, _semant
         ensure_linked(_semantic)
     return tlc.extern_elementwise(lib_name, lib_path, list(args), _unwrap(arg_type_symbol_dict),
                                   is_pure=_unwrap(is_pure), _semantic=_semantic)
+
+
+@triton.jit
+def _wait_each(ptr, n, value, STRIDE: tl.constexpr, SCOPE: tl.constexpr, SEMANTIC: tl.constexpr):
+    """dl.wait on slots STRIDE elements apart where the platform's multi-slot wait reads 64-byte
+    slots: one single-slot wait (the ABI's wait) per slot, in order."""
+    tok = wait(ptr, 1, SCOPE, SEMANTIC, waitValue=value)
+    for i in range(1, n):
+        tok = wait(ptr + i * STRIDE, 1, SCOPE, SEMANTIC, waitValue=value)
+    return tok

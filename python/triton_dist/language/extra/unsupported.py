@@ -6,9 +6,9 @@ what is missing instead of an AttributeError deep in Triton.
 from triton.language import core as tlc
 
 
-def make(platform, reason):
+def make(platform, reason, library="libshmem_device"):
     import types
-    mod = types.ModuleType(f"triton_dist.language.extra.{platform}.libshmem_device")
+    mod = types.ModuleType(f"triton_dist.language.extra.{platform}.{library}")
     mod.PLATFORM = platform
 
     def __getattr__(name):
@@ -17,7 +17,7 @@ def make(platform, reason):
 
         @tlc.builtin
         def unsupported(*args, _semantic=None, **kwargs):
-            raise NotImplementedError(f"libshmem_device.{name}: not available on platform {platform!r}: {reason}")
+            raise NotImplementedError(f"{library}.{name}: not available on platform {platform!r}: {reason}")
 
         unsupported.__name__ = name
         return unsupported
