@@ -77,7 +77,7 @@ def put_all_kernel(src, dst, N: tl.constexpr):
 def putmem_signal_kernel(src, dst, sig, nbytes, N: tl.constexpr):
     me = shm.my_pe()
     nxt = (me + 1) % shm.n_pes()
-    shm.putmem_signal(dst, src, nbytes, sig, 1, shm.SIGNAL_SET, nxt)
+    shm.putmem_signal_block(dst, src, nbytes, sig, 1, shm.SIGNAL_SET, nxt)
     shm.signal_wait_until(sig, shm.CMP_EQ, 1)
 
 

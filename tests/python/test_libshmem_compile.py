@@ -1,4 +1,6 @@
-"""libshmem_device (CUDA backend) compiles to PTX with the promised ordering."""
+"""libshmem_device (CUDA backend) compiles to PTX with the promised ordering. Scopes are NVSHMEM's
+(test_libshmem_scopes.py checks them): the kernels here call the program-scope (_block) forms from
+every thread."""
 import re
 
 import triton
@@ -12,14 +14,14 @@ from conftest import body
 def all_calls(sig, src, dst, nbytes):
     pe = shm.my_pe()
     peer = (pe + 1) % shm.n_pes()
-    shm.putmem(dst, src, nbytes, peer)
+    shm.putmem_block(dst, src, nbytes, peer)
     shm.getmem_nbi_block(dst, src, nbytes, peer)
     shm.fence()
     shm.signal_op(sig, 1, shm.SIGNAL_SET, peer)
     v = shm.signal_wait_until(sig, shm.NVSHMEM_CMP_GE, 1)
     shm.quiet()
-    shm.barrier_all()
-    shm.putmem_signal_nbi(dst, src, nbytes, sig, v, shm.NVSHMEM_SIGNAL_ADD, peer)
+    shm.barrier_all_grid()
+    shm.putmem_signal_nbi_block(dst, src, nbytes, sig, v, shm.NVSHMEM_SIGNAL_ADD, peer)
     r = shm.remote_ptr(dst, peer)
     tl.store(r, 0.0)
 
@@ -32,11 +34,11 @@ def test_all_calls_ptx(compile_ptx):
     assert "ld.acquire.sys.global.u64" in b and re.search(r"setp\.(ge|lt)\.s64", b)
     assert "st.release.sys.global.u64" in b  # signal_op SET
     assert "red.release.sys.global.add.u64" in b  # putmem_signal ADD
-    # barrier_all: every thread calls the bitcode's grid barrier (its arrival counter)
+    # barrier_all_grid: every thread calls the bitcode's grid barrier (its arrival counter)
     assert "atom.acq_rel.gpu.global.add.u64" in b
     assert not re.search(r"call\.uni[^;]*tdist", b)  # everything inlined
-    # copies: 4-byte path and byte path both present
-    assert "ld.global.b32" in b and re.search(r"ld\.global\.(b8|u8)", b)
+    # copies (the device ABI's tdisti_nv_copy): 16-byte vectors and the byte path both present
+    assert "ld.v4.u32" in b and "st.v4.u32" in b and re.search(r"ld\.(global\.)?(b8|u8)", b)
 
 
 @triton.jit
@@ -61,11 +63,11 @@ def test_bad_sig_op(compile_ptx):
 
 @triton.jit
 def barrier_only(x):
-    shm.barrier_all()
+    shm.barrier_all_grid()
     tl.store(x, 1)
 
 
-def test_barrier_all_called_by_every_thread(compile_ttir):
+def test_barrier_all_grid_called_by_every_thread(compile_ttir):
     # tdist_barrier_all is CTA-collective (its own bar.sync pairs): every thread must call it, so the
     # call must not sit under a branch (a tid == 0 guard hung the GPU run that found this)
     ir = compile_ttir(barrier_only, {"x": "*i32"})

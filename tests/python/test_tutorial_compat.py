@@ -47,7 +47,8 @@ def allgather_push_kernel(symm_buf, signal_ptr, local_ptr, N: tl.constexpr, BLOC
     libshmem_device.fence()
     for peer in range(0, world):
         dl.notify(signal_ptr + rank * 8, peer, signal=1, sig_op="add", comm_scope="intra_node")
-    token = dl.wait(signal_ptr, world, "sys", "acquire", waitValue=1)
+    # tdist's layout (one slot per 64 bytes, as the notifies above address them), said explicitly
+    token = dl.wait(signal_ptr, world, "sys", "acquire", waitValue=1, slot_stride=8)
     symm_buf = dl.consume_token(symm_buf, token)
     tl.store(local_ptr + offs, tl.load(symm_buf + offs, mask=offs < N), mask=offs < N)
 
@@ -59,7 +60,7 @@ def shmem_put_signal_kernel(dst, src, sig, nbytes):
     libshmem_device.putmem_signal_nbi_block(dst, src, nbytes, sig, 1, libshmem_device.NVSHMEM_SIGNAL_SET, peer)
     libshmem_device.quiet()
     libshmem_device.signal_wait_until(sig, libshmem_device.NVSHMEM_CMP_EQ, 1)
-    libshmem_device.barrier_all()
+    libshmem_device.barrier_all_block()
 
 
 def test_producer_consumer_tutorial(compile_ptx_real):

@@ -6,6 +6,10 @@ hold), and each public function below is a ``dispatch`` stub that resolves the s
 of that module when a kernel calling it is compiled. Names not listed here are forwarded too
 (module ``__getattr__``), so backend-specific extras stay reachable.
 
+Scopes are NVSHMEM's on CUDA (the plain form is one thread's call, ``_warp`` a warp's, ``_block``
+the program's; docs/CONTRACT.md section 3 "libshmem_device scopes", docs/PORTING.md). A name tdist
+does not provide fails when the kernel is compiled, naming itself and the backend module.
+
 Backends: CUDA -> ``extra.cuda.libshmem_device`` (stock Triton, inline PTX + tdist bitcode);
 Ascend and CPU ranks -> ``extra.ascend.libaclshmem_device`` (aclshmem calls under triton-ascend; CPU
 ranks run the Ascend lowering, docs/COMPILE.md); HIP, MACA -> not provided (calls fail at compile
@@ -117,7 +121,7 @@ def signal_wait_until(sig_addr, cmp, cmp_val):
 
 @dispatch(_proxy)
 def barrier_all():
-    """Barrier over every program of the launch on every PE."""
+    """Barrier across all PEs, one participant per PE (CUDA: the calling thread; see the backend)."""
 
 
 @dispatch(_proxy)
@@ -128,3 +132,30 @@ def fence():
 @dispatch(_proxy)
 def quiet():
     """Complete outstanding puts."""
+
+
+def _stubs(names, doc):
+    out = {}
+    for name in names:
+        def stub(*args):
+            pass
+
+        stub.__name__ = stub.__qualname__ = name
+        stub.__doc__ = doc
+        out[name] = dispatch(_proxy)(stub)
+    return out
+
+
+globals().update(_stubs(["team_my_pe", "team_n_pes", "team_translate_pe"],
+                        "Device-side teams (the world team; node and shared are the world team)."))
+globals().update(_stubs(["barrier_all_block", "barrier_all_warp", "barrier", "barrier_block", "barrier_warp", "sync_all",
+                         "sync_all_block", "sync_all_warp", "sync", "team_sync_block", "team_sync_warp",
+                         "barrier_all_grid"], "Barriers across PEs; see the backend module for their scope."))
+globals().update(_stubs(["quiet_pe"], "Complete outstanding puts (to every PE)."))
+globals().update(_stubs(["int_p", "int_g", "int32_p", "int64_p", "uint64_p", "int32_g", "int64_g", "uint64_g"],
+                        "Single-element put (release) / get; other NVSHMEM type names are forwarded too."))
+globals().update(_stubs([f"{t}_wait_until{e}" for t in ("int32", "int64", "uint64") for e in ("", "_equals")],
+                        "Typed wait (the device ABI's one wait); returns the value seen."))
+globals().update(_stubs([f"{c}{m}{s}" for c in ("broadcast", "fcollect") for m in ("", "mem")
+                         for s in ("", "_warp", "_block")],
+                        "Collective over a team: every PE of the team calls it."))
