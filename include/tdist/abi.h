@@ -23,6 +23,11 @@
  * Errors on the device side are sticky, like a CUDA launch fault: a wait that times out records
  * (pe, heap offset, expected, seen) in the PE's device state and returns; every later wait of the
  * same launch returns at once; the launch reports TDIST_ERR_TIMEOUT with that diagnostic.
+ * A wait called from host code on CPU ranks (outside a launch) that ends without its condition
+ * sets tdist_last_error() (TDIST_ERR_TIMEOUT naming the slot, TDIST_ERR_BOOTSTRAP naming a lost
+ * peer) and takes the fault: after a timeout the next host wait waits again; a lost peer stays.
+ * Before tdist_init and after tdist_finalize the waits and tdist_signal_fetch touch nothing and
+ * set TDIST_ERR_NOT_INITED.
  */
 #ifndef TDIST_ABI_H
 #define TDIST_ABI_H

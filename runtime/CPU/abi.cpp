@@ -29,9 +29,29 @@ using namespace tdist::cpu;
 
 namespace {
 
+// No state: before tdist_init or after tdist_finalize, when the heap is not mapped (touching a
+// heap address then would fault the process). Sets NOT_INITED naming `api`.
+bool require_state(const char *api, const void *addr) {
+  if (state()) return true;
+  tdist::set_last_error(TDIST_ERR_NOT_INITED,
+                        tdist::strfmt("%s(%p): called before tdist_init or after tdist_finalize", api, addr));
+  return false;
+}
+
+// A wait called from host code (outside a launch) that ended without its condition: the caller
+// learns why from the status (tdist_last_error) and the message, and the fault is taken, as a
+// launch takes its own: a timeout is cleared, so the next host wait waits again; a lost peer stays
+// (every later wait returns at once with it).
+void report_host_wait(const char *api) {
+  if (t_launch) return;  // inside a launch: the launch reports the sticky fault
+  std::string what;
+  if (int code = tdist::take_fault(&what)) tdist::set_last_error(code, tdist::strfmt("%s: %s", api, what.c_str()));
+}
+
 // Waits until *addr <cmp> value; returns the value that satisfied it (or the last one seen).
 template <class T>
-T wait_value(T *addr, int cmp, T value) {
+T wait_value(T *addr, int cmp, T value, const char *api) {
+  if (!require_state(api, addr)) return T{};
   // A bad wait must not hang (a wrong comparison never becomes true) nor fault the process.
   if (!addr || reinterpret_cast<uintptr_t>(addr) % sizeof(T) != 0) {
     bad_call(tdist_my_pe(), addr, tdist::strfmt("wait on %p: not a %zu-byte aligned address", static_cast<void *>(addr), sizeof(T)));
@@ -43,8 +63,9 @@ T wait_value(T *addr, int cmp, T value) {
   }
   std::atomic_ref<T> a(*addr);
   T v{};
-  bounded_wait([&] { return compare<T>(v = a.load(std::memory_order_acquire), cmp, value); }, addr,
-               uint64_t(value), cmp, &seen_as_u64<T>);
+  if (!bounded_wait([&] { return compare<T>(v = a.load(std::memory_order_acquire), cmp, value); }, addr,
+                    uint64_t(value), cmp, &seen_as_u64<T>))
+    report_host_wait(api);
   return v;
 }
 
@@ -215,15 +236,16 @@ void tdist_signal_op(uint64_t *sig, uint64_t signal, int sig_op, int pe) {
 }
 
 uint64_t tdist_signal_fetch(const uint64_t *sig) {
+  if (!require_state("tdist_signal_fetch", sig)) return 0;
   return std::atomic_ref<uint64_t>(*const_cast<uint64_t *>(sig)).load(std::memory_order_acquire);
 }
 
 uint64_t tdist_signal_wait_until(uint64_t *sig, int cmp, uint64_t v) {
-  return wait_value<uint64_t>(sig, cmp, v);
+  return wait_value<uint64_t>(sig, cmp, v, "tdist_signal_wait_until");
 }
 
 #define TDIST_DEFINE_WAIT_UNTIL(name, T) \
-  void tdist_##name##_wait_until(T *ivar, int cmp, T v) { wait_value<T>(ivar, cmp, v); }
+  void tdist_##name##_wait_until(T *ivar, int cmp, T v) { wait_value<T>(ivar, cmp, v, "tdist_" #name "_wait_until"); }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_WAIT_UNTIL)
 #undef TDIST_DEFINE_WAIT_UNTIL
 
@@ -231,7 +253,7 @@ TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_WAIT_UNTIL)
   int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                            \
     constexpr int32_t stride = TDIST_SIGNAL_SLOT_BYTES / sizeof(T);                     \
     for (int32_t i = 0; i < n; ++i)                                                     \
-      if (wait_value<T>(slots + i * stride, TDIST_CMP_EQ, value) != value) break;       \
+      if (wait_value<T>(slots + i * stride, TDIST_CMP_EQ, value, "tdistx_wait_" #name) != value) break; \
     return 0;                                                                           \
   }                                                                                     \
   void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {             \
@@ -263,6 +285,7 @@ void tdist_barrier_all(void) {
   if (!L || L->grid == 1) {
     tdist_quiet();
     pull_barrier(TDIST_SYNC_DEVICE_BARRIER_OFF);
+    if (tdist::fault_code(*s)) report_host_wait("tdist_barrier_all");
     return;
   }
   // Grid barrier: the last program to arrive runs the cross-PE barrier for all of them.

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
 #include "core/watchdog.hpp"
@@ -37,24 +38,11 @@ void abandon_at_exit() {
 
 constexpr size_t kHeapGranule = 2u << 20;  // heaps are whole 2 MiB pages
 
-uint64_t env_u64(const char *name, uint64_t dflt) {
-  const char *v = std::getenv(name);
-  if (!v || !*v) return dflt;
-  char *end = nullptr;
-  unsigned long long x = std::strtoull(v, &end, 10);
-  TDIST_CHECK(end && *end == '\0', TDIST_ERR_INVALID_PARAM,
-              "environment variable %s='%s' is not a non-negative integer", name, v);
-  return x;
-}
-
-int env_int(const char *name) {
+// RANK, WORLD_SIZE, MASTER_PORT, TDIST_STORE_PORT: required, decimal, within [lo, hi].
+int env_int(const char *name, int lo, int hi) {
   const char *v = std::getenv(name);
   TDIST_CHECK(v && *v, TDIST_ERR_INVALID_PARAM, "environment variable %s is not set", name);
-  char *end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  TDIST_CHECK(end && *end == '\0', TDIST_ERR_INVALID_PARAM,
-              "environment variable %s='%s' is not an integer", name, v);
-  return int(x);
+  return int(env_uint(name, 0, uint64_t(lo), uint64_t(hi)));
 }
 
 void validate_attr(const tdist_init_attr_t &a) {
@@ -64,6 +52,9 @@ void validate_attr(const tdist_init_attr_t &a) {
   TDIST_CHECK(a.local_mem_size > 0, TDIST_ERR_INVALID_PARAM, "local_mem_size must be > 0");
   TDIST_CHECK(a.local_mem_size <= (uint64_t(1) << 40), TDIST_ERR_INVALID_PARAM,
               "local_mem_size %llu exceeds 1 TiB", (unsigned long long)a.local_mem_size);
+  TDIST_CHECK(a.option_attr.wait_timeout_ms <= kMaxTimeoutMs, TDIST_ERR_INVALID_PARAM,
+              "wait_timeout_ms %llu exceeds %llu (the largest bound in nanoseconds that fits 64 bits)",
+              (unsigned long long)a.option_attr.wait_timeout_ms, (unsigned long long)kMaxTimeoutMs);
   TDIST_CHECK(memchr(a.ip_port, '\0', sizeof a.ip_port) != nullptr, TDIST_ERR_INVALID_PARAM,
               "ip_port is not NUL-terminated");
   uint32_t known = TDIST_ENGINE_MTE | TDIST_ENGINE_SDMA | TDIST_ENGINE_ROCE | TDIST_ENGINE_UDMA;
@@ -187,6 +178,7 @@ void do_init(const tdist_init_attr_t &attr) {
   std::lock_guard<std::mutex> g(g_init_mu);
   TDIST_CHECK(!g_ctx, TDIST_ERR_INVALID_VALUE,
               "tdist is already initialised in this process (call tdist_finalize first)");
+  check_environment();
   validate_attr(attr);
   auto c = std::make_unique<Context>();
   c->attr = attr;
@@ -246,8 +238,7 @@ void do_init(const tdist_init_attr_t &attr) {
   s.heap_size = total;
   s.heap_base = c->transport->local_base();
   s.engine_mask = o.data_op_engine_type;
-  const char *dbg = std::getenv("TDIST_DEBUG");
-  s.debug = dbg && *dbg && std::strcmp(dbg, "0") != 0;
+  s.debug = env_flag("TDIST_DEBUG", false);
   s.wait_timeout_ns = o.wait_timeout_ms * 1000000ull;
   // When every local PE has a core, spinning is cheapest; when PEs outnumber cores, the PE we
   // wait for may need our core: spin briefly, then yield.
@@ -306,8 +297,10 @@ int tdist_init_attr_default(tdist_init_attr_t *attr) {
     attr->option_attr.control_timeout_s = 120;
     // Documented default source: TDIST_WAIT_TIMEOUT_MS (tdist-run sets it); explicit values win.
     // Without either, waits give up after TDIST_DEFAULT_WAIT_TIMEOUT_MS: a lost signal ends as a
-    // timeout that names the slot, never as a hang. 0 (explicit) waits forever.
-    attr->option_attr.wait_timeout_ms = env_u64("TDIST_WAIT_TIMEOUT_MS", TDIST_DEFAULT_WAIT_TIMEOUT_MS);
+    // timeout that names the slot, never as a hang. 0 waits forever. A malformed value leaves the
+    // default here and fails this call and every tdist_init (check_environment).
+    attr->option_attr.wait_timeout_ms = TDIST_DEFAULT_WAIT_TIMEOUT_MS;
+    attr->option_attr.wait_timeout_ms = env_wait_timeout_ms();
   });
 }
 
@@ -366,13 +359,15 @@ int tdist_init_from_env(const tdist_init_attr_t *attr) {
     tdist_init_attr_t a;
     if (attr) a = *attr;
     else tdist_init_attr_default(&a);
-    a.my_rank = env_int("RANK");
-    a.n_ranks = env_int("WORLD_SIZE");
+    check_environment();  // a bad TDIST_* value is named before RANK / WORLD_SIZE
+    a.n_ranks = env_int("WORLD_SIZE", 1, 1 << 20);
+    a.my_rank = env_int("RANK", 0, a.n_ranks - 1);
     const char *addr = std::getenv("MASTER_ADDR");
     TDIST_CHECK(addr && *addr, TDIST_ERR_INVALID_PARAM, "environment variable MASTER_ADDR is not set");
     int port;
-    if (std::getenv("TDIST_STORE_PORT")) port = env_int("TDIST_STORE_PORT");
-    else port = env_int("MASTER_PORT") + 1;
+    const char *sp = std::getenv("TDIST_STORE_PORT");
+    if (sp && *sp) port = env_int("TDIST_STORE_PORT", 1, 65535);
+    else port = env_int("MASTER_PORT", 1, 65534) + 1;
     std::string host = addr;
     if (host.find(':') != std::string::npos)
       std::snprintf(a.ip_port, sizeof a.ip_port, "tcp6://[%s]:%d", host.c_str(), port);

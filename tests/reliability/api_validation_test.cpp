@@ -132,3 +132,145 @@ TEST_F(OnePe, HostApiArguments) {
   EXPECT_EQ(tdist_team_my_pe(99), -1);
   EXPECT_EQ(tdist_cpu_launch(TDIST_CPU_MAX_GRID + 1, [](void *) {}, nullptr), TDIST_ERR_INVALID_PARAM);
 }
+
+// Numeric environment variables are parsed strictly: a malformed value fails tdist_init (and
+// tdist_init_attr_default) naming the variable and the value, even when an explicit attribute
+// would override it; nothing falls back to "unbounded" or wraps around.
+namespace {
+
+struct EnvVar {
+  const char *name;
+  EnvVar(const char *n, const char *v) : name(n) { setenv(n, v, 1); }
+  ~EnvVar() { unsetenv(name); }
+};
+
+int init_one_pe(uint64_t wait_timeout_ms = TDIST_DEFAULT_WAIT_TIMEOUT_MS) {
+  tdist_uniqueid_t uid;
+  if (tdist_get_uniqueid(&uid) != TDIST_SUCCESS) return tdist_last_error();
+  tdist_init_attr_t a;
+  tdist_init_attr_default(&a);
+  a.local_mem_size = 1 << 20;
+  a.option_attr.backend = TDIST_BACKEND_CPU;
+  a.option_attr.wait_timeout_ms = wait_timeout_ms;
+  tdist_clear_error();
+  return tdist_init_with_uniqueid(&uid, 0, 1, &a);
+}
+
+}  // namespace
+
+TEST(Environment, MalformedWaitTimeoutFailsInitNamingIt) {
+  ASSERT_FALSE(tdist_initialized());
+  for (const char *bad : {"5s", "abc", "-1", "18446744073710", " 5", "+5", "1e3", "0x10", "99999999999999999999999"}) {
+    EnvVar e("TDIST_WAIT_TIMEOUT_MS", bad);
+    tdist_init_attr_t a;
+    EXPECT_EQ(tdist_init_attr_default(&a), TDIST_ERR_INVALID_PARAM) << bad;
+    EXPECT_EQ(a.option_attr.wait_timeout_ms, uint64_t(TDIST_DEFAULT_WAIT_TIMEOUT_MS)) << bad;  // never unbounded
+    EXPECT_EQ(init_one_pe(100), TDIST_ERR_INVALID_PARAM) << bad;  // explicit value: still refused
+    std::string m = tdist_last_error_message();
+    EXPECT_NE(m.find("TDIST_WAIT_TIMEOUT_MS"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("'") + bad + "'"), std::string::npos) << m;
+    EXPECT_FALSE(tdist_initialized());
+    if (tdist_initialized()) tdist_finalize();
+  }
+}
+
+TEST(Environment, WellFormedWaitTimeoutIsTheDefault) {
+  {
+    EnvVar e("TDIST_WAIT_TIMEOUT_MS", "18446744073709");  // the largest that fits in nanoseconds
+    tdist_init_attr_t a;
+    EXPECT_EQ(tdist_init_attr_default(&a), TDIST_SUCCESS);
+    EXPECT_EQ(a.option_attr.wait_timeout_ms, 18446744073709ull);
+  }
+  EnvVar e("TDIST_WAIT_TIMEOUT_MS", "250");
+  tdist_init_attr_t a;
+  ASSERT_EQ(tdist_init_attr_default(&a), TDIST_SUCCESS);
+  EXPECT_EQ(a.option_attr.wait_timeout_ms, 250u);
+  ASSERT_EQ(init_one_pe(a.option_attr.wait_timeout_ms), TDIST_SUCCESS) << tdist_last_error_message();
+  EXPECT_EQ(tdist_host_device_state()->wait_timeout_ns, 250000000ull);
+  EXPECT_EQ(tdist_finalize(), TDIST_SUCCESS);
+}
+
+TEST(Environment, ExplicitTimeoutThatOverflowsIsRefused) {
+  EXPECT_EQ(init_one_pe(18446744073710ull), TDIST_ERR_INVALID_PARAM);
+  EXPECT_NE(std::string(tdist_last_error_message()).find("wait_timeout_ms 18446744073710"), std::string::npos)
+      << tdist_last_error_message();
+  EXPECT_FALSE(tdist_initialized());
+}
+
+TEST(Environment, OtherNumericVariables) {
+  {
+    EnvVar e("TDIST_DEBUG", "yes");
+    EXPECT_EQ(init_one_pe(), TDIST_ERR_INVALID_PARAM);
+    EXPECT_NE(std::string(tdist_last_error_message()).find("TDIST_DEBUG='yes'"), std::string::npos)
+        << tdist_last_error_message();
+  }
+  {
+    EnvVar e("TDIST_STORE_PORT", "80x");
+    EXPECT_EQ(init_one_pe(), TDIST_ERR_INVALID_PARAM);
+    EXPECT_NE(std::string(tdist_last_error_message()).find("TDIST_STORE_PORT='80x'"), std::string::npos)
+        << tdist_last_error_message();
+  }
+  EnvVar r("RANK", "0"), w("WORLD_SIZE", "1x"), h("MASTER_ADDR", "127.0.0.1"), p("MASTER_PORT", "23456");
+  EXPECT_EQ(tdist_init_from_env(nullptr), TDIST_ERR_INVALID_PARAM);
+  EXPECT_NE(std::string(tdist_last_error_message()).find("WORLD_SIZE='1x'"), std::string::npos)
+      << tdist_last_error_message();
+  EnvVar w2("WORLD_SIZE", "2"), r2("RANK", "2");
+  EXPECT_EQ(tdist_init_from_env(nullptr), TDIST_ERR_INVALID_PARAM);
+  EXPECT_NE(std::string(tdist_last_error_message()).find("RANK='2'"), std::string::npos)
+      << tdist_last_error_message();
+  EXPECT_FALSE(tdist_initialized());
+}
+
+// Host-side waits (outside a launch) report through the status and the message, and a timeout
+// does not poison the next wait.
+TEST(HostWaits, TimeoutIsReportedAndTheNextWaitWaitsAgain) {
+  ASSERT_EQ(init_one_pe(200), TDIST_SUCCESS) << tdist_last_error_message();
+  auto *sig = static_cast<uint64_t *>(tdist_calloc(8, sizeof(uint64_t)));
+  ASSERT_NE(sig, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    tdist_clear_error();
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(tdist_signal_wait_until(sig, TDIST_CMP_EQ, 1), 0u);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(s, 0.19) << "round " << round << ": the wait returned without waiting";
+    EXPECT_LT(s, 5.0);
+    EXPECT_EQ(tdist_last_error(), TDIST_ERR_TIMEOUT) << "round " << round;
+    std::string m = tdist_last_error_message();
+    EXPECT_NE(m.find("tdist_signal_wait_until"), std::string::npos) << m;
+    EXPECT_NE(m.find("timed out"), std::string::npos) << m;
+    EXPECT_NE(m.find("heap offset"), std::string::npos) << m;
+  }
+  tdist_clear_error();
+  tdist_int64_wait_until(reinterpret_cast<int64_t *>(sig + 1), TDIST_CMP_GT, 0);
+  EXPECT_EQ(tdist_last_error(), TDIST_ERR_TIMEOUT);
+  tdist_clear_error();
+  tdist_signal_op(sig, 1, TDIST_SIGNAL_SET, 0);
+  EXPECT_EQ(tdist_signal_wait_until(sig, TDIST_CMP_EQ, 1), 1u);
+  EXPECT_EQ(tdist_last_error(), TDIST_SUCCESS) << tdist_last_error_message();
+  // Nothing is left for the next launch either.
+  EXPECT_EQ(tdist_cpu_launch(1, [](void *) {}, nullptr), TDIST_SUCCESS) << tdist_last_error_message();
+  EXPECT_EQ(tdist_free(sig), TDIST_SUCCESS);
+  EXPECT_EQ(tdist_finalize(), TDIST_SUCCESS);
+}
+
+// After tdist_finalize the heap is unmapped: a wait on a heap signal must say so, not fault.
+TEST(HostWaits, WaitAfterFinalizeIsNotInitialised) {
+  ASSERT_EQ(init_one_pe(200), TDIST_SUCCESS) << tdist_last_error_message();
+  auto *sig = static_cast<uint64_t *>(tdist_calloc(8, sizeof(uint64_t)));
+  ASSERT_NE(sig, nullptr);
+  ASSERT_EQ(tdist_finalize(), TDIST_SUCCESS);
+  tdist_clear_error();
+  EXPECT_EQ(tdist_signal_wait_until(sig, TDIST_CMP_EQ, 1), 0u);
+  EXPECT_EQ(tdist_last_error(), TDIST_ERR_NOT_INITED);
+  EXPECT_NE(std::string(tdist_last_error_message()).find("after tdist_finalize"), std::string::npos)
+      << tdist_last_error_message();
+  tdist_clear_error();
+  EXPECT_EQ(tdist_signal_fetch(sig), 0u);
+  EXPECT_EQ(tdist_last_error(), TDIST_ERR_NOT_INITED);
+  tdist_clear_error();
+  tdist_uint64_wait_until(sig, TDIST_CMP_EQ, 1);
+  EXPECT_EQ(tdist_last_error(), TDIST_ERR_NOT_INITED);
+  tdist_clear_error();
+  EXPECT_EQ(tdistx_wait_int64(reinterpret_cast<int64_t *>(sig), 2, 1), 0);
+  EXPECT_EQ(tdist_last_error(), TDIST_ERR_NOT_INITED);
+}

@@ -3,7 +3,7 @@
 // and exit with kExitReported.
 //
 // Environment: TDIST_FAULT_POINT = bootstrap | never_join | malloc | barrier | kernel_wait |
-// device_barrier | none; TDIST_FAULT_RANK = the victim; TDIST_FAULT_JOIN_S = bootstrap timeout.
+// device_barrier | host_wait | none; TDIST_FAULT_RANK = the victim; TDIST_FAULT_JOIN_S = bootstrap timeout.
 //
 // Exit codes: 0 = no fault point and the job ran cleanly; 3 = the fault was reported with a
 // lost-rank message and nothing leaked; 4 = reported, but descriptors or heap mappings leaked;
@@ -104,7 +104,7 @@ int main() {
   g_victim = vr ? std::atoi(vr) : -1;
   g_rank = std::atoi(rk);
   static const std::set<std::string> points = {"bootstrap", "never_join", "malloc", "barrier",
-                                               "kernel_wait", "device_barrier", "none"};
+                                               "kernel_wait", "device_barrier", "host_wait", "none"};
   if (!points.count(g_point)) {
     std::fprintf(stderr, "fault_app: unknown TDIST_FAULT_POINT '%s'\n", pt);
     return kExitUsage;
@@ -145,6 +145,12 @@ int main() {
     } else if (g_point == "kernel_wait") {
       what = "tdist_cpu_launch(wait)";
       rc = tdist_cpu_launch(4, kernel_wait, sig);
+    } else if (g_point == "host_wait") {
+      // A host-side wait (outside a launch) reports the loss through the status and the message.
+      what = "tdist_signal_wait_until(host)";
+      tdist_clear_error();
+      tdist_signal_wait_until(sig, TDIST_CMP_EQ, 1);
+      rc = tdist_last_error();
     } else if (g_point == "device_barrier") {
       what = "tdist_cpu_launch(barrier)";
       rc = tdist_cpu_launch(3, kernel_barrier, nullptr);

@@ -26,7 +26,7 @@ import sys
 import time
 
 REPORTED = 3
-POINTS = ["bootstrap", "malloc", "barrier", "kernel_wait", "device_barrier"]
+POINTS = ["bootstrap", "malloc", "barrier", "kernel_wait", "device_barrier", "host_wait"]
 
 
 def free_port_pair():
