@@ -1,6 +1,8 @@
-"""tdist's Triton front end: ``triton_dist.language`` (dl.*) and ``language.extra.libshmem_device``."""
+"""tdist's Triton front end: ``triton_dist.language`` (dl.*) and ``language.extra.libshmem_device``;
+``triton_dist.jit`` and ``triton_dist.utils``'s host helpers under Triton-distributed's names."""
 from . import utils  # noqa: F401
 from ._bitcode import find_bitcode, BitcodeNotFound, LIB_NAME  # noqa: F401
+from .jit import jit  # noqa: F401
 
 
 def extern_libs():
@@ -17,4 +19,40 @@ def _insert_into_triton_ascend():
         ascend.install()
 
 
+class _ImportAlias:
+    """Ascend kernels import ``triton.language.extra.cann.extension``, which the Triton in use may not
+    have (triton-ascend 3.2 and stock Triton do not): while no real module of that name exists, it
+    and its package resolve to tdist's ``triton_dist.language.extra.cann`` (one portable source)."""
+
+    ALIASES = {"triton.language.extra.cann": "triton_dist.language.extra.cann",
+               "triton.language.extra.cann.extension": "triton_dist.language.extra.cann.extension"}
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.ALIASES:
+            return None
+        import importlib.util
+        return importlib.util.spec_from_loader(name, self, is_package=name == "triton.language.extra.cann")
+
+    def create_module(self, spec):
+        import importlib
+        return importlib.import_module(self.ALIASES[spec.name])
+
+    def exec_module(self, module):
+        pass
+
+
+def _alias_cann_extension():
+    import importlib.util
+    import sys
+    if any(isinstance(f, _ImportAlias) for f in sys.meta_path):
+        return
+    try:
+        real = importlib.util.find_spec("triton.language.extra.cann")
+    except (ImportError, ValueError):
+        real = None
+    if real is None:
+        sys.meta_path.insert(0, _ImportAlias())  # before the path finder, which would load the file twice
+
+
 _insert_into_triton_ascend()
+_alias_cann_extension()
