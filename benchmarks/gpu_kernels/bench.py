@@ -5,7 +5,7 @@
 All ranks run each op at the same time (a stream barrier over all PEs before every timed repetition),
 so on one GPU under MPS the baselines run under the same SM sharing as the kernels:
 
-* reverse all-to-all (direct, mte, bulk, wait_notify) and dispatch (staged, direct) vs the copy ceiling (each rank copies the same bytes device to
+* reverse all-to-all (direct, pipeline, bulk, wait_notify) and dispatch (staged, direct) vs the copy ceiling (each rank copies the same bytes device to
   device, read + write counted: ``ratio = t_copy / t_a2a``, goal >= 0.85) and vs a torch reference
   (the same permutation done locally by ``a.view(W, S, H, D).transpose(0, 1).reshape(...)``);
 * AG + GEMM (cuBLAS and Triton forms) vs torch.matmul alone on the gathered shape, GEMM + RS vs torch.matmul alone on the full
@@ -175,7 +175,7 @@ def bench_a2a(me, W, res, reps, sizes_mb):
             o = torch.empty_like(flat)
             row["nccl_all_to_all_single_s"] = worst(timed(lambda: dist.all_to_all_single(o, flat), reps))
         sym = ash.aclshmem_create_tensor([S, H * W, D], dt)
-        for variant in ("direct", "mte", "bulk", "wait_notify"):
+        for variant in ("direct", "pipeline", "bulk", "wait_notify"):
             out = sym if variant == "direct" else torch.empty(S, H * W, D, device="cuda", dtype=dt)
             t = worst(timed(lambda: ops.reverse_all_to_all(a, variant=variant, out=out), reps, what=f"a2a {variant}"))
             verify(f"a2a {variant} {mb} MiB", lambda: ops.reverse_all_to_all(a, variant=variant, out=out), out, ref)
@@ -395,7 +395,7 @@ def main():
             line = f"SUMMARY W={W} {mode} a2a {row['bytes_per_rank'] >> 20} MiB/rank: copy ceiling {row['copy_GBps_rw']:.0f} GB/s; "
             line += "; ".join(f"{v} {row[v]['vs_copy_ceiling']:.2f}x ceiling" + (
                 f" {row[v]['vs_nccl']:.2f}x NCCL" if "vs_nccl" in row[v] else "")
-                for v in ("direct", "mte", "bulk", "wait_notify", "dispatch_staged", "dispatch_direct"))
+                for v in ("direct", "pipeline", "bulk", "wait_notify", "dispatch_staged", "dispatch_direct"))
             print(line)
         for k in ("ag_gemm", "gemm_rs"):
             for row in res.get(k, []):

@@ -1,5 +1,5 @@
 """Where AG+GEMM's whole form spends its time when the ranks share a GPU: each piece of
-``ops._ag_gemm_in_place`` timed alone (all ranks at once, CUDA-graph replays, 10 calls per sample)
+``ag_gemm.run_in_place`` timed alone (all ranks at once, CUDA-graph replays, 10 calls per sample)
 next to the matmul it is measured against.
 
     CUDA_VISIBLE_DEVICES=0 tools/tdist-run -n 2 -- python3 benchmarks/gpu_kernels/diag_ag_shared.py [--shape 8192x8192x3584]

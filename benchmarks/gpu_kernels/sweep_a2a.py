@@ -1,6 +1,6 @@
 """The direct reverse all-to-all's tuning space, against NCCL in the same run: tile shape (BLOCK_S x
 BLOCK_D) and programs per SM, at each size. Used to pick ``ops.direct_tiles`` and
-``reverse_a2a.DIRECT_PROGRAMS_PER_SM``; every configuration's result is checked exactly.
+``all_to_all.DIRECT_PROGRAMS_PER_SM``; every configuration's result is checked exactly.
 
     tools/tdist-run -n W -- python3 benchmarks/gpu_kernels/sweep_a2a.py --graph --inner 10 [--a2a-mb 1,16,64]
 """
@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (timed, worst, rgen, verify and the CUDA-graph switch)
 from bench import ash, ops, torch  # noqa: E402
 
-from tdist_kernels import reverse_a2a as ra  # noqa: E402
+from tdist_kernels import all_to_all as a2a  # noqa: E402
 
 
 def main():
@@ -43,7 +43,7 @@ def main():
         rows = []
         for bs, bd in tiles:
             for p in per_sm:
-                ra.DIRECT_PROGRAMS_PER_SM[ops.shared_gpu()] = p
+                a2a.DIRECT_PROGRAMS_PER_SM[ops.shared_gpu()] = p
                 call = lambda: ops.reverse_all_to_all(a, variant="direct", out=sym, block_s=bs, block_d=bd)  # noqa: E731
                 t = bench.worst(bench.timed(call, args.reps))
                 bench.verify(f"direct {bs}x{bd} {p}/SM {mb} MiB", call, sym, ref)

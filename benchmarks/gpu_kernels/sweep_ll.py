@@ -12,6 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 from bench import ash, ops, torch  # noqa: E402
 
+from tdist_kernels import all_reduce as ar  # noqa: E402
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -29,7 +31,7 @@ def main():
             y = x.clone()
             base = bench.worst(bench.timed(lambda: dist.all_reduce(y), args.reps))
         for wp in [int(v) for v in args.warps.split(",")]:
-            ops.LL_WARPS = wp
+            ar.LL_WARPS = wp
             t = bench.worst(bench.timed(lambda: ops.all_reduce(x, variant="one_shot_ll", out=o), args.reps))
             bench.verify(f"one_shot_ll {nb} B {wp} warps", lambda: ops.all_reduce(x, variant="one_shot_ll", out=o), o, ref)
             if me == 0:

@@ -84,30 +84,6 @@ def resident_grid(sms, num_warps, smem_bytes=0, fill=RESIDENT_FILL):
 
 
 @triton.jit
-def direct_tile(pid, rank, world, S, H, D, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Tile ``pid`` of the one-pass all-to-alls' ``direct_tiles`` = ``world * H * cdiv(S, BLOCK_S) *
-    cdiv(D, BLOCK_D)`` tiles: peers vary fastest, so consecutive tiles go to different peers.
-    Returns (target PE, h, row offsets, column offsets, mask)."""
-    nbd = tl.cdiv(D, BLOCK_D)
-    j = pid % world
-    rest = pid // world
-    bd = rest % nbd
-    rest = rest // nbd
-    h = rest % H
-    bs = rest // H
-    target = (rank + 1 + j) % world
-    offs_s = bs * BLOCK_S + tl.arange(0, BLOCK_S)
-    offs_d = bd * BLOCK_D + tl.arange(0, BLOCK_D)
-    mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
-    return target, h, offs_s, offs_d, mask
-
-
-@triton.jit
-def _cdiv(a, b):
-    return (a + b - 1) // b
-
-
-@triton.jit
 def bulk_putmem(dst, src, nbytes, pe, VEC_BLOCK: tl.constexpr):
     """Program-scope bulk put of ``nbytes`` from local ``src`` to symmetric ``dst`` on PE ``pe``.
 
@@ -194,10 +170,6 @@ def epoch_slots(world):
     return 2 + 2 * world
 
 
-def direct_tile_count(world, S, H, D, block_s, block_d):
-    return world * H * cdiv(S, block_s) * cdiv(D, block_d)
-
-
 @triton.jit
 def epoch_begin(ctl_ptr, rank, world):
     e = tl.load(ctl_ptr) + 1
@@ -229,37 +201,6 @@ def epoch_end(ctl_ptr, rank, world, e):
             if r != rank:
                 dl.wait(ctl_ptr + (2 + world + r) * SIG, 1, "sys", "acquire", waitValue=e)
         tl.store(ctl_ptr, e)
-
-
-@triton.jit
-def direct_a2a_pass(src_ptr, out_ptr, ctl_ptr, rank, world, S, H, D,
-                    stride_ss, stride_sh, stride_sd, stride_os, stride_oh, stride_od,
-                    REVERSE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    """The one-pass all-to-alls' body: program ``pid`` moves tiles ``pid, pid + grid, ...`` straight
-    into their targets' symmetric outputs under the epoch protocol above. ``REVERSE``: the reverse
-    all-to-all (rows ``target * S + s`` of the source go to rows ``s``, column ``rank * H + h``);
-    else the dispatch (column ``target * H + h`` of the source goes to rows ``rank * S + s``)."""
-    e = epoch_begin(ctl_ptr, rank, world)
-    ntiles = world * H * tl.cdiv(S, BLOCK_S) * tl.cdiv(D, BLOCK_D)
-    for t in range(tl.program_id(0), ntiles, tl.num_programs(0)):
-        target, h, offs_s, offs_d, mask = direct_tile(t, rank, world, S, H, D, BLOCK_S, BLOCK_D)
-        if REVERSE:
-            src_rows = (target * S + offs_s).to(tl.int64)
-            src_col = h
-            dst_rows = offs_s.to(tl.int64)
-            dst_col = rank * H + h
-        else:
-            src_rows = offs_s.to(tl.int64)
-            src_col = target * H + h
-            dst_rows = (rank * S + offs_s).to(tl.int64)
-            dst_col = h
-        x = tl.load(src_ptr + src_rows[:, None] * stride_ss + src_col * stride_sh + offs_d[None, :] * stride_sd,
-                    mask=mask)
-        tok = epoch_wait_ready(ctl_ptr, target, rank, e)
-        dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
-        tl.store(dst + dst_rows[:, None] * stride_os + dst_col * stride_oh + offs_d[None, :] * stride_od, x,
-                 mask=mask)
-    epoch_end(ctl_ptr, rank, world, e)
 
 
 @triton.jit

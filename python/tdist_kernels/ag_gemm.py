@@ -1,35 +1,34 @@
-"""AllGather + GEMM and GEMM + ReduceScatter with per-tile signals and swizzling (seed 003), in
-Triton with dl.* and the copy engine.
+"""AllGather + GEMM: ``a`` (M, K) on every rank, ``b`` (K, N): ``c = all_gather(a) @ b``, (W * M, N);
+the Triton kernel (seed 003's per-tile form) and the plans of every form.
 
-On NVIDIA the communication that seed 003 gives to "comm cores" runs where it costs no SMs, and the
-GEMM is an ordinary (non-persistent) Triton GEMM whose tiles wait for their data:
+Forms (``ops.AG_GEMM_IMPLS``; ``ops`` picks one for "auto" by placement):
 
-AG + GEMM: ``a`` (M, K) on every rank, ``b`` (K, N): ``c = all_gather(a) @ b``, (W * M, N).
-  * On a side stream, for each chunk of ``chunk_m`` rows of the local ``a``: the copy engine puts it
-    into the gather buffer ``[W * M, K]`` of this rank (first) and of every peer (rank + 1, ...), and
-    a stream signal (``shmem.signal_op_on_stream``, no SM) sets slot ``(rank, chunk)`` at the target
-    once the chunk has landed.
-  * A persistent GEMM grid walks the output tiles in swizzled order: tile 0 holds the rank's own
-    first row, so each rank starts on local data (read straight from ``a``, no wait) while the
-    peers' rows arrive; a tile of other rows first waits (``dl.wait``) for the chunks of its first
-    and last rows, then reads the gather buffer through ``dl.consume_token``.
-  The copies are asked to run on a copy engine (no SM) and the signals are stream memory
-  operations (no SM), but the driver only takes the copy-engine request as a hint: a
-  device-to-device copy may run as an SM kernel. The grid therefore leaves SMs free
-  (``ops.ag_gemm_grid``): waiting GEMM programs can never occupy every SM the copies need.
+``cublas``
+    The gather on the copy engine (``shmem.putmem_on_stream`` + ``signal_op_on_stream`` on a side
+    stream, no SM), the own rows multiplied at once (cuBLAS), each peer's rows as soon as a stream
+    wait sees their signal, peers in the order their data arrives; ``gemm_streams=2`` issues those
+    GEMMs alternately on two streams (``_gemm.GemmStreams``).
+``cublas_whole``
+    One cuBLAS GEMM over all ``W * M`` rows: with ranks sharing a GPU a batched GEMM that reads
+    every rank's rows in place (``shmem.peer_stack``, no gather copy at all), otherwise after the
+    gather completes.
+``triton``
+    One Triton GEMM whose tiles of other ranks' rows wait for the signals of their chunks:
+      * on a side stream, for each chunk of ``chunk_m`` rows of the local ``a``: the copy engine
+        puts it into the gather buffer ``[W * M, K]`` of this rank (first) and of every peer
+        (rank + 1, ...), and a stream signal sets slot ``(rank, chunk)`` at the target once the
+        chunk has landed;
+      * a persistent GEMM grid walks the output tiles in swizzled order: tile 0 holds the rank's
+        own first row, so each rank starts on local data (read straight from ``a``, no wait) while
+        the peers' rows arrive; a tile of other rows first waits (``dl.wait``) for the chunks of its
+        first and last rows, then reads the gather buffer through ``dl.consume_token``.
+    The copies are asked to run on a copy engine and the signals are stream memory operations, but
+    the driver only takes the copy-engine request as a hint: a device-to-device copy may run as an
+    SM kernel. The grid therefore leaves SMs free (``ag_gemm_grid``): waiting GEMM programs can
+    never occupy every SM the copies need. It runs at the Triton GEMM's speed, which on Hopper is
+    well below cuBLAS (benchmarks/NOTES.md).
 
-GEMM + RS: ``a`` (M, K) and ``b`` (K, N) on every rank (K-sharded): ``c_me = (sum_r a_r @ b_r)``
-rows ``[me * M / W, (me + 1) * M / W)``, (M / W, N). M must be a multiple of W.
-  * GEMM programs compute tiles of the partial product, owner by owner starting with the rank after
-    this one (so the ranks write to different owners at any time); each tile is stored in fp32 into
-    the owner's symmetric receive buffer ``[W, M / W, N]`` at slot ``rank`` straight from the
-    epilogue, then fence + signal ``(tile, rank)`` at the owner.
-  * reduce programs (a second, small persistent grid on a side stream, started with the GEMM) wait
-    for all W signals of a local tile (one ``dl.wait(slot, W)``: the W slots are 64 bytes apart),
-    sum the W partials in rank order in fp32 and store the tile in the output dtype. The GEMM never
-    waits, so the reduce programs' waits always end.
-
-Signals are set once per launch; the host protocol (zero, barrier, launch, barrier) resets them.
+Signals are set once per call; seed 002's host protocol (``_resources.signal_round``) resets them.
 """
 import triton
 import triton.language as tl
@@ -37,42 +36,15 @@ from triton.language import core as tlc
 
 import triton_dist.language as dl
 
-from ._common import SIG, cdiv, fence_sys
-
-
-@triton.jit
-def _tile_of(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
-    """Grouped order (GROUP_M m-tiles per column sweep) so consecutive programs share b in L2."""
-    width = GROUP_M * tiles_n
-    group = pid // width
-    first_m = group * GROUP_M
-    gsize = tl.minimum(tiles_m - first_m, GROUP_M)
-    tm = first_m + (pid % width) % gsize
-    tn = (pid % width) // gsize
-    return tm, tn
+from ._common import SIG, SIG_ELEMS, cdiv
+from ._gemm import GemmStreams, compile_cfg, gemm_cfg, k_loop, tile_of
+from ._resources import RESOURCES, contiguous_out, side_stream, signal_round
 
 
 @tlc.builtin
 def _elem_bytes(p, _semantic=None, _builder=None):
     """Bytes per element of the pointer ``p`` (a constant), in either front end."""
     return tl.constexpr(tlc._unwrap_if_constexpr(p).dtype.element_ty.primitive_bitwidth // 8)
-
-
-@triton.jit
-def _k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk,
-            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """fp32 accumulator of one output tile: a_ptrs (BLOCK_M, BLOCK_K) and b_ptrs (BLOCK_K, BLOCK_N)
-    at k = 0, K masked, the b columns masked by ``nmask``."""
-    rk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        kmask = rk < K - k0
-        a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
-        b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-    return acc
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
@@ -91,7 +63,7 @@ def ag_gemm_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N)
     n_chunks = tl.cdiv(M, CHUNK_M)
     for tile in range(pid, tiles_m * tiles_n, nprog):
-        tm, tn = _tile_of(tile, tiles_m, tiles_n, GROUP_M)
+        tm, tn = tile_of(tile, tiles_m, tiles_n, GROUP_M)
         tm = (tm + (rank * M) // BLOCK_M) % tiles_m  # swizzle: tile 0 holds the own first row
         row0 = tm * BLOCK_M
         last = tl.minimum(row0 + BLOCK_M, total_m) - 1
@@ -121,7 +93,7 @@ def ag_gemm_kernel(
         a_rows = (rm - own.to(tl.int32) * (rank * M)).to(tl.int64)
         a_ptrs = g + to_a + a_rows[:, None] * K + rk[None, :]
         b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
-        acc = _k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
+        acc = k_loop(a_ptrs, b_ptrs, nmask, K, 1, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
         c = acc.to(c_ptr.dtype.element_ty)
         rm_s = row0 + tl.arange(0, BLOCK_M)
         tl.store(c_ptr + rm_s.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn, c,
@@ -132,91 +104,106 @@ def ag_gemm_signal_slots(world, M, chunk_m):
     return world * cdiv(M, chunk_m)
 
 
-@triton.jit(do_not_specialize=['rank', 'world'])
-def gemm_rs_kernel(
-    a_ptr, b_ptr, recv_ptr, sig_ptr,
-    rank, world, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-):
-    """One program per (owner, tile): the fp32 partial goes straight into the owner's receive slot."""
-    pid = tl.program_id(0)
-    mloc = M // world
-    tiles_m = tl.cdiv(mloc, BLOCK_M)  # per owner
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    local_tiles = tiles_m * tiles_n
-    slab = (mloc * N).to(tl.int64)  # one partial [M / W, N] in the receive buffer
-    owner = (rank + 1 + pid // local_tiles) % world  # the next rank first; the own rows last
-    tm, tn = _tile_of(pid % local_tiles, tiles_m, tiles_n, GROUP_M)
-    rm = tm * BLOCK_M + tl.arange(0, BLOCK_M)
-    rm_l = tl.where(rm < mloc, rm, mloc - 1)
-    rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
-    nmask = rn < N
-    rk = tl.arange(0, BLOCK_K)
-    grow = (owner * mloc + rm_l).to(tl.int64)
-    a_ptrs = a_ptr + grow[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = _k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
-    dst = dl.symm_at(recv_ptr, owner)
-    tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
-             mask=(rm < mloc)[:, None] & (rn < N)[None, :])
-    fence_sys()
-    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, owner, 1)
+AG_FREE_SMS = 4
 
 
-@triton.jit(do_not_specialize=['rank', 'world'])
-def rs_reduce_kernel(
-    recv_ptr, c_ptr, sig_ptr,
-    rank, world, M, N,
-    stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RED_M: tl.constexpr,
-):
-    """Persistent: tile after tile of the GEMM's tiling, wait for its W partials, sum, store."""
-    pid = tl.program_id(0)
-    nprog = tl.num_programs(0)
-    mloc = M // world
-    tiles_m = tl.cdiv(mloc, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    slab = (mloc * N).to(tl.int64)
-    for lt in range(pid, tiles_m * tiles_n, nprog):
-        tm = lt // tiles_n
-        tn = lt % tiles_n
-        tok = dl.wait(sig_ptr + lt * world * SIG, world, "gpu", "acquire", waitValue=1)
-        src = dl.consume_token(recv_ptr, tok)
-        rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
-        for m0 in range(0, BLOCK_M, RED_M):
-            rm = tm * BLOCK_M + m0 + tl.arange(0, RED_M)
-            mask = (rm < mloc)[:, None] & (rn < N)[None, :]
-            offs = rm.to(tl.int64)[:, None] * N + rn[None, :]
-            acc = tl.zeros((RED_M, BLOCK_N), dtype=tl.float32)
-            for r in range(0, world):
-                acc += tl.load(src + r * slab + offs, mask=mask, other=0.0)
-            tl.store(c_ptr + rm.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn,
-                     acc.to(c_ptr.dtype.element_ty), mask=mask)
+def ag_gemm_grid(nsm, tiles):
+    """Persistent AG + GEMM programs: one per SM of the share but ``AG_FREE_SMS``, so the gather's
+    copies find SMs even if the driver runs them as a kernel while GEMM programs wait for them."""
+    return max(1, min(tiles, nsm - AG_FREE_SMS))
 
 
-def gemm_rs_signal_slots(world, M, N, block_m, block_n):
-    return cdiv(M // world, block_m) * cdiv(N, block_n) * world
+# ---------------------------------------------------------------------------------------------
+# Plans (``ops.ag_gemm`` after validation: ``a`` contiguous and 16-byte aligned, ``out`` checked)
+
+
+def run_triton(a, b, out, W, me, dt, chunk_m=None):
+    import torch
+    import shmem as ash
+    M, K = a.shape
+    N = b.shape[1]
+    chunk = chunk_m or max(128, cdiv(M, 4))
+    n_chunks = cdiv(M, chunk)
+    gather, sig = RESOURCES.symmetric(("ag_gemm", M, K, dt, W, chunk), ([W * M, K], a.dtype),
+                                      ([ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], torch.int64))
+    cfg = gemm_cfg(dt)
+    grid = ag_gemm_grid(RESOURCES.sm_budget(), cdiv(W * M, cfg["BLOCK_M"]) * cdiv(N, cfg["BLOCK_N"]))
+    with signal_round(sig), side_stream("comm", uses=(a,)) as comm:
+        for c in range(n_chunks):  # the own rows first (tiles straddling two ranks read them), then rank + 1, ...
+            r0 = c * chunk
+            rows = min(chunk, M - r0)
+            for j in range(W):
+                target = (me + j) % W
+                ash.putmem_on_stream(gather[me * M + r0:me * M + r0 + rows], a[r0:r0 + rows], target, stream=comm)
+                ash.signal_op_on_stream(sig[(me * n_chunks + c) * SIG_ELEMS:], 1, target, stream=comm)
+        ag_gemm_kernel[(grid,)](a, b, out, gather, sig, me, W, M, N, K, *b.stride(), *out.stride(),
+                                CHUNK_M=chunk, **cfg)
+    return out
+
+
+def run_cublas(a, b, out, W, me, dt, nstreams=1, whole=False):
+    """The "cublas" form, or "cublas_whole" with one rank per GPU (``whole``): one GEMM after the
+    gather."""
+    import torch
+    import shmem as ash
+    M, K = a.shape
+    gather, sig = RESOURCES.symmetric(("ag_gemm_cublas", M, K, dt, W), ([W * M, K], a.dtype),
+                                      ([W * SIG_ELEMS], torch.int64))
+    # the trailing barrier of signal_round: the next call's puts must not overwrite rows still being read
+    with contiguous_out(out) as o, signal_round(sig) as main, side_stream("comm", uses=(a,)) as comm:
+        for j in range(1, W):  # rank me - j multiplies this rank's rows at its step j: feed it first
+            target = (me - j) % W
+            ash.putmem_on_stream(gather[me * M:(me + 1) * M], a, target, stream=comm)
+            ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, target, stream=comm)
+        if whole:
+            gather[me * M:(me + 1) * M].copy_(a)
+            for j in range(1, W):
+                ash.signal_wait_until_on_stream(sig[((me + j) % W) * SIG_ELEMS:], "eq", 1, stream=main)
+            torch.matmul(gather, b, out=o)
+        else:
+            gs = GemmStreams(nstreams)
+            torch.matmul(a, b, out=o[me * M:(me + 1) * M])
+            for j in range(1, W):
+                src = (me + j) % W
+                st = gs.stream(j)
+                ash.signal_wait_until_on_stream(sig[src * SIG_ELEMS:], "eq", 1, stream=st)
+                with torch.cuda.stream(st):
+                    torch.matmul(gather[src * M:(src + 1) * M], b, out=o[src * M:(src + 1) * M])
+            gs.join()
+    return out
+
+
+def run_in_place(a, b, out, W, dt):
+    """The "cublas_whole" form when the ranks share a GPU: each rank's rows go into its symmetric
+    buffer (one local copy), and one batched cuBLAS GEMM reads every rank's rows in place through
+    ``shmem.peer_stack`` (no gather copy at all)."""
+    import torch
+    import shmem as ash
+    M, K = a.shape
+    N = b.shape[1]
+    key = ("ag_gemm_in_place", M, K, dt, W)
+    rows, = RESOURCES.symmetric(key, ([M, K], a.dtype))
+    stack = RESOURCES.local(key, lambda: ash.peer_stack(rows))  # a view: release() drops it, frees rows
+    main = torch.cuda.current_stream()
+    rows.copy_(a)  # the previous call's trailing barrier: no peer still reads the old rows
+    ash.barrier_all_on_stream(main)  # every rank's rows are in place
+    with contiguous_out(out) as o:
+        torch.bmm(stack, b.expand(W, K, N), out=o.view(W, M, N))
+        ash.barrier_all_on_stream(main)  # every rank has read this rank's rows
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# compile-only description (tests/gpu_kernels AOT-compiles it for sm_90)
 
 
 def compile_cases(dtype="fp16"):
     p = f"*{dtype}"
     i = "i32"
-    big = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
-    opts = {"num_warps": 8, "num_stages": 3}
-    if dtype == "fp32":
-        big = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}
+    big, opts = compile_cfg(dtype)
     return [
         ("ag_gemm", ag_gemm_kernel,
          {"a_ptr": p, "b_ptr": p, "c_ptr": p, "gather_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "M": i,
           "N": i, "K": i, "stride_bk": i, "stride_cm": i},
          dict(CHUNK_M=512, stride_bn=1, stride_cn=1, **big), opts),  # unit strides: as Triton specialises them
-        ("gemm_rs", gemm_rs_kernel,
-         {"a_ptr": p, "b_ptr": p, "recv_ptr": "*fp32", "sig_ptr": "*i64", "rank": i, "world": i,
-          "M": i, "N": i, "K": i, "stride_am": i, "stride_bk": i},
-         dict(stride_ak=1, stride_bn=1, **big), opts),
-        ("rs_reduce", rs_reduce_kernel,
-         {"recv_ptr": "*fp32", "c_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "M": i, "N": i,
-          "stride_cm": i},
-         {"stride_cn": 1, "BLOCK_M": big["BLOCK_M"], "BLOCK_N": big["BLOCK_N"], "RED_M": 16}, {"num_warps": 4}),
     ]

@@ -1,27 +1,25 @@
-"""Forward (dispatch) all-to-all and all-reduce (one-shot, two-shot, ring), in Triton with dl.*.
+"""All-reduce (sum) of a flat tensor of N elements on every rank: one-shot, two-shot, ring and LL
+packets; kernels (Triton with dl.*) and their plans.
 
-Dispatch all-to-all is the exact inverse of the reverse all-to-all (reverse_a2a.py)::
+The op copies the input into a symmetric buffer first. Every variant reduces in a fixed order, so
+all ranks get bitwise-equal results (``VARIANTS``):
 
-    x_r: (S, H * W, D)  ->  out_me: (S * W, H, D),   out_me[r * S + s, h, :] = x_r[s, me * H + h, :]
+``one_shot``     copy in, barrier, every rank sums all W buffers for all N elements (fp32
+                 accumulate).
+``two_shot``     copy in, barrier, rank t reduces segment t of all buffers into its own buffer,
+                 barrier, every rank gathers the W reduced segments.
+``ring``         seed 003's ring, done correctly: W segments, W - 1 reduce-scatter steps then W - 1
+                 all-gather steps; each step's data goes to a distinct receive slot of the next rank
+                 and is announced by its own (step, tile) signal, so nothing is overwritten before
+                 it is read and no signal is reused within a launch (the seed's version sends
+                 ``signal=step`` with "set" but waits for 1, and reuses one buffer for every step).
+                 Partial sums travel in the input dtype, as NCCL's ring does.
+``one_shot_ll``  one launch of LL packets: every 4 bytes travel with the epoch in one 8-byte store,
+                 so there is no barrier, fence or reset (the small-message latency form).
 
-so ``reverse(dispatch(x)) == x``. Push design: every program stores its tiles straight into the
-target's symmetric receive buffer (MTE), then one device barrier, then each rank copies its receive
-buffer to the output. The host protocol (zero signals, barrier, launch, barrier) keeps the next
-call's pushes behind this call's copy-out.
-
-All-reduce (sum) of a flat tensor of N elements on every rank; the op copies the input into a
-symmetric buffer first. Every variant reduces in a fixed order, so all ranks get bitwise-equal
-results:
-
-``one_shot``  copy in, barrier, every rank sums all W buffers for all N elements (fp32 accumulate).
-``two_shot``  copy in, barrier, rank t reduces segment t of all buffers into its own buffer,
-              barrier, every rank gathers the W reduced segments.
-``ring``      seed 003's ring, done correctly: W segments, W - 1 reduce-scatter steps then W - 1
-              all-gather steps; each step's data goes to a distinct receive slot of the next rank
-              and is announced by its own (step, tile) signal, so nothing is overwritten before it
-              is read and no signal is reused within a launch (the seed's version sends
-              ``signal=step`` with "set" but waits for 1, and reuses one buffer for every step).
-              Partial sums travel in the input dtype, as NCCL's ring does.
+The first three run under seed 002's host protocol (``_resources.signal_round``); one_shot_ll keeps
+its epochs on the device (``_resources.Resources.epoch_buffers``). ``run`` below is the plan
+(buffers, grid, launch) that ``ops.all_reduce`` calls after validation.
 """
 import triton
 import triton.language as tl
@@ -31,93 +29,14 @@ import triton_dist.language as dl
 from triton_dist.language import core as dlcore
 from triton_dist.language._front import DistributedError, Front
 
-from ._common import SIG, cdiv, pow2, direct_a2a_pass, fence_sys, grid_barrier
+from ._common import SIG, SIG_ELEMS, bar_slots, cdiv, fence_sys, grid_barrier, pow2, resident_grid
+from ._resources import RESOURCES, signal_round
 
-ALLREDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
-
-
-# ---------------------------------------------------------------------------------------------
-# forward (dispatch) all-to-all
-
-
-@triton.jit(do_not_specialize=['rank', 'world'])
-def dispatch_a2a_kernel(
-    x_ptr, out_ptr, recv_ptr, bar_ptr,
-    rank, world, S, H, D,
-    stride_xs, stride_xh, stride_xd,
-    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
-):
-    pid = tl.program_id(0)
-    nprog = tl.num_programs(0)
-    nbs = tl.cdiv(S, BLOCK_S)
-    nbd = tl.cdiv(D, BLOCK_D)
-    rows = tl.arange(0, BLOCK_S)
-    cols = tl.arange(0, BLOCK_D)
-    HD = (H * D).to(tl.int64)
-    tasks = world * nbs * H * nbd
-    # target-major order, starting with the next rank, so the ranks do not all hit one target at once
-    for t in range(pid, tasks, nprog):
-        bd = t % nbd
-        tmp = t // nbd
-        h = tmp % H
-        tmp = tmp // H
-        bs = tmp % nbs
-        target = (rank + 1 + tmp // nbs) % world
-        offs_s = bs * BLOCK_S + rows
-        offs_d = bd * BLOCK_D + cols
-        mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
-        x = tl.load(x_ptr + offs_s.to(tl.int64)[:, None] * stride_xs + (target * H + h) * stride_xh
-                    + offs_d[None, :] * stride_xd, mask=mask, other=0.0)
-        dst = dl.symm_at(recv_ptr, target)
-        tl.store(dst + (rank * S + offs_s).to(tl.int64)[:, None] * HD + h * D + offs_d[None, :], x, mask=mask)
-    grid_barrier(bar_ptr, 1, rank, world)
-    n = world * S * HD
-    for off in range(pid * 4096, n, nprog * 4096):
-        idx = off + tl.arange(0, 4096)
-        m = idx < n
-        tl.store(out_ptr + idx, tl.load(recv_ptr + idx, mask=m), mask=m)
-
-
-@triton.jit(do_not_specialize=['rank', 'world'])
-def dispatch_a2a_direct_kernel(
-    x_ptr, out_ptr, ctl_ptr,
-    rank, world, S, H, D,
-    stride_xs, stride_xh, stride_xd,
-    stride_os, stride_oh, stride_od,
-    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
-):
-    """One pass into the peers' symmetric outputs, tiles as in ``reverse_a2a_direct_kernel`` (each
-    program loops over tiles, peers interleaved); the epoch protocol of ``_common`` (control area
-    ``ctl_ptr``) replaces barriers around the launch."""
-    direct_a2a_pass(x_ptr, out_ptr, ctl_ptr, rank, world, S, H, D, stride_xs, stride_xh, stride_xd,
-                    stride_os, stride_oh, stride_od, False, BLOCK_S, BLOCK_D)
-
-
-@triton.jit
-def sum_partials_kernel(part_ptr, out_ptr, world, n, BLOCK: tl.constexpr):
-    """out[i] = sum over r (in rank order, fp32) of part[r * n + i]; contiguous, any float dtype."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for r in range(0, world):
-        acc += tl.load(part_ptr + r * n + offs, mask=m, other=0.0).to(tl.float32)
-    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=m)
-
-
-@triton.jit(do_not_specialize=['rank', 'world'])
-def sum_peer_rows_kernel(part_ptr, out_ptr, rank, world, off, n, BLOCK: tl.constexpr):
-    """out[i] = sum over PEs r (in rank order, fp32) of symmetric ``part`` on PE r at ``off + i``:
-    the reduce half of GEMM+RS's whole form, pulling every PE's partial block straight from it."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for r in range(0, world):
-        acc += tl.load(dl.symm_at(part_ptr, r) + off + offs, mask=m, other=0.0).to(tl.float32)
-    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=m)
+VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
 
 
 # ---------------------------------------------------------------------------------------------
-# all-reduce
+# one_shot
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
@@ -363,20 +282,81 @@ def ring_signal_slots(world, N, block):
     return max(2 * (world - 1), 1) * cdiv(cdiv(N, world), block)
 
 
+# ---------------------------------------------------------------------------------------------
+# Grid, program shape and plans
+
+
+def allreduce_grid(nsm):
+    return resident_grid(nsm, 4)
+
+
+SHOT_BLOCK = 2048  # elements per program and iteration of one_shot, two_shot and ring
+
+LL_KIND = {"float32": 0, "float16": 1, "bfloat16": 2}
+# Warps per LL program (benchmarks/gpu_kernels/sweep_ll.py, 2 and 4 GPUs and MPS): up to 64 KiB one
+# warp per program (more, smaller programs; 6.0 against 6.7 us at 4 KiB on 4 GPUs), above it four.
+LL_WARPS = None  # None: by size as above; an int fixes it
+
+
+def _ll_warps(nbytes):
+    return LL_WARPS or (1 if nbytes <= 64 << 10 else 4)
+
+
+def run(variant, xf, out, W, me, dt):
+    """The sum over ranks of the flat contiguous ``xf`` into the contiguous ``out`` (``ops.all_reduce``
+    after validation and the choice of "auto")."""
+    import torch
+    nsm = RESOURCES.sm_budget()
+    N = xf.numel()
+    if variant == "one_shot_ll":
+        return _run_ll(xf, out, W, me, dt, nsm)
+    if variant == "ring":
+        recv, sig = RESOURCES.symmetric(("all_reduce", variant, N, dt, W), ([ring_buffer_elems(W, N)], xf.dtype),
+                                        ([ring_signal_slots(W, N, SHOT_BLOCK) * SIG_ELEMS], torch.int64))
+        grid = max(1, min(allreduce_grid(nsm), cdiv(cdiv(N, W), SHOT_BLOCK)))
+        launch = lambda: allreduce_ring_kernel[(grid,)](  # noqa: E731
+            xf, recv, out, sig, me, W, N, BLOCK=SHOT_BLOCK, num_warps=4)
+    else:
+        buf, sig = RESOURCES.symmetric(("all_reduce", "shot", N, dt, W), ([N], xf.dtype),
+                                       ([bar_slots(W) * SIG_ELEMS], torch.int64))
+        kern = allreduce_one_shot_kernel if variant == "one_shot" else allreduce_two_shot_kernel
+        grid = max(1, min(allreduce_grid(nsm), cdiv(N, SHOT_BLOCK)))
+        launch = lambda: kern[(grid,)](xf, buf, out, sig, me, W, N, BLOCK=SHOT_BLOCK, num_warps=4)  # noqa: E731
+    with signal_round(sig):
+        launch()
+    return out
+
+
+def _run_ll(xf, out, W, me, dt, nsm):
+    """one_shot_ll: the payload moves as int32 words (two 16-bit elements or one fp32 per word); an
+    odd count of 16-bit elements goes through a padded copy."""
+    import torch
+    N = xf.numel()
+    nbytes = N * xf.element_size()
+    nw = cdiv(nbytes, 4)
+    warps = _ll_warps(nbytes)
+    block = ll_block(W, warps)
+    grid = max(1, min(allreduce_grid(nsm), cdiv(nw, block)))
+    area, = RESOURCES.epoch_buffers(("all_reduce", "one_shot_ll", nw, W, grid), "all_reduce",
+                                    ([ll_buffer_words(W, nw) + grid * SIG_ELEMS], torch.int64))
+    flat = out.view(-1)
+    if nbytes % 4:
+        xin = torch.zeros(2 * nw, dtype=xf.dtype, device=xf.device)
+        xin[:N] = xf
+        o = torch.empty_like(xin)
+    else:
+        xin, o = xf, flat
+    allreduce_ll_kernel[(grid,)](xin.view(torch.int32), area, o.view(torch.int32), area[ll_buffer_words(W, nw):], me,
+                                 W, nw, KIND=LL_KIND[dt], BLOCK=block, WP=pow2(W), num_warps=warps)
+    if o is not flat:
+        flat.copy_(o[:N])
+    return out
+
+
 def compile_cases(dtype="fp16"):
     p = f"*{dtype}"
     i = "i32"
     return [
-        ("dispatch_a2a", dispatch_a2a_kernel,
-         {"x_ptr": p, "out_ptr": p, "recv_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i,
-          "D": i, "stride_xs": i, "stride_xh": i}, {"stride_xd": 1, "BLOCK_S": 16, "BLOCK_D": 128}),
-        ("dispatch_a2a_direct", dispatch_a2a_direct_kernel,
-         {"x_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_xs": i,
-          "stride_xh": i,
-          "stride_os": i, "stride_oh": i}, {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256}),
-        ("sum_partials", sum_partials_kernel, {"part_ptr": p, "out_ptr": p, "world": i, "n": i}, {"BLOCK": 2048}),
-        ("sum_peer_rows", sum_peer_rows_kernel, {"part_ptr": p, "out_ptr": p, "rank": i, "world": i, "off": "i64",
-                                                 "n": i}, {"BLOCK": 2048}),
         ("allreduce_ll", allreduce_ll_kernel,
          {"x_ptr": "*i32", "buf_ptr": "*i64", "out_ptr": "*i32", "epoch_ptr": "*i64", "rank": i, "world": i,
           "NW": i}, {"KIND": {"fp32": 0, "fp16": 1, "bf16": 2}[dtype], "BLOCK": 512, "WP": 4}),

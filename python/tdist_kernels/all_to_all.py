@@ -1,17 +1,23 @@
-"""Reverse all-to-all (EP MoE combine), the three variants of seed 002, in Triton with dl.*.
+"""All-to-all: the reverse all-to-all (EP MoE combine) in the seed's three variants plus a one-pass
+form, and its inverse, the dispatch all-to-all; kernels (Triton with dl.*) and their plans.
 
-Semantics (every variant). On each of ``W`` ranks the input ``A`` is ``(S * W, H, D)`` and the
+Semantics. On each of ``W`` ranks the reverse all-to-all's input ``A`` is ``(S * W, H, D)`` and its
 output ``C`` is ``(S, H * W, D)``::
 
     C_me[s, r * H + h, :] = A_r[me * S + s, h, :]      for every source rank r
 
 i.e. rank ``r`` sends rows ``[t * S, (t + 1) * S)`` of its ``A`` to rank ``t``, which puts them in
-column group ``r``. S and D need not be multiples of the tile sizes: every tile access is masked
-(``(offs_s < S)[:, None] & (offs_d < D)[None, :]``).
+column group ``r``. The dispatch all-to-all is its exact inverse::
 
-Variants:
+    x_r: (S, H * W, D)  ->  out_me: (S * W, H, D),   out_me[r * S + s, h, :] = x_r[s, me * H + h, :]
 
-``mte``
+so ``reverse(dispatch(x)) == x``. S and D need not be multiples of the tile sizes: every tile
+access is masked (``(offs_s < S)[:, None] & (offs_d < D)[None, :]``).
+
+Reverse variants (``REVERSE_VARIANTS``; named by algorithm, the same names as the CPU C++ kernels'
+``A2AVariant`` and tdist-bench's ``a2a_<variant>``):
+
+``pipeline``
     The producer/consumer pipeline (seed 002 "MTE Implementation"): even programs produce (load a
     tile of A, wait until the target's per-task slot is free, store into the target's
     double-buffered symmetric block buffer, fence, notify), odd programs consume (wait for the
@@ -41,10 +47,20 @@ Variants:
     them, one control area that only grows) orders the launch against the previous and the next
     use of every output. Bytes move once, as in a copy.
 
-Host protocol for the other variants (seed 002 "Reset signal before kernel launch"), enqueued on the
-stream so the host never blocks: ``signal.zero_()``; barrier (nobody's clear may erase a peer's
-signal of this round); launch; barrier (the next round's clear must not erase this round's tail
-signals). ``launch_*`` below do exactly that; ``ops.reverse_all_to_all`` owns the buffers.
+Dispatch variants (``DISPATCH_VARIANTS``): ``staged`` (push design: every program stores its tiles
+straight into the target's symmetric receive buffer, one device barrier, each rank copies its
+receive buffer to the output) and ``direct`` (the one-pass body above, columns and rows swapped).
+
+Host protocol of the staged variants (seed 002 "Reset signal before kernel launch"; the one
+mechanism, ``_resources.signal_round``), enqueued on the stream so the host never blocks:
+``signal.zero_()``; barrier (nobody's clear may erase a peer's signal of this round); launch;
+barrier (the next round's clear must not erase this round's tail signals, and the next call's
+pushes stay behind this call's copy-out). The direct variants run one launch on an epoch area
+(``_resources.Resources.epoch_buffers``).
+
+Plans (``reverse`` / ``dispatch`` below, called by ``ops`` after validation): tiles
+(``a2a_tiles``, ``direct_tiles``), grids (``a2a_grid``, ``dispatch_grid``, ``direct_grid``),
+buffers (cached in ``_resources.RESOURCES``) and the launch.
 """
 import triton
 import triton.language as tl
@@ -52,14 +68,16 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import (SIG, SIG_ELEMS, bar_slots, bulk_putmem, cdiv, direct_a2a_pass, direct_tile_count,
-                      grid_barrier)
+from ._common import SIG, SIG_ELEMS, bar_slots, bulk_putmem, cdiv, epoch_begin, epoch_end, epoch_slots
+from ._common import epoch_wait_ready, grid_barrier, pow2, resident_grid
+from ._resources import RESOURCES, signal_round
 
-VARIANTS = ("mte", "bulk", "wait_notify", "direct")
+REVERSE_VARIANTS = ("pipeline", "bulk", "wait_notify", "direct")
+DISPATCH_VARIANTS = ("staged", "direct")
 
 
 # ---------------------------------------------------------------------------------------------
-# (1) MTE producer/consumer pipeline
+# reverse, pipeline: the producer/consumer pipeline (seed 002's "MTE Implementation")
 
 
 @triton.jit(do_not_specialize=['rank', 'world', 'buffer_num'])
@@ -136,16 +154,16 @@ def reverse_a2a_mte_kernel(
                 dl.notify(sig_ptr + (buf * slots_per_buf + r * nbd * H + tmp) * SIG, rank, 0)
 
 
-def mte_buffer_elems(world, S, H, D, block_s, buffer_num):
+def pipeline_buffer_elems(world, S, H, D, block_s, buffer_num):
     return buffer_num * block_s * H * world * D
 
 
-def mte_signal_slots(world, S, H, D, block_d, buffer_num):
+def pipeline_signal_slots(world, S, H, D, block_d, buffer_num):
     return buffer_num * world * cdiv(D, block_d) * H
 
 
 # ---------------------------------------------------------------------------------------------
-# (2) two-phase bulk (one bulk putmem per peer and piece, tiled self copy, barrier per S block)
+# reverse, bulk: two phases (one bulk putmem per peer and piece, tiled self copy, barrier per S block)
 
 
 @triton.jit(do_not_specialize=['rank', 'world', 'buffer_num', 'split'])
@@ -236,7 +254,7 @@ def bulk_signal_slots(world):
 
 
 # ---------------------------------------------------------------------------------------------
-# (3) wait/notify: two signal regions, no global barrier
+# reverse, wait_notify: two signal regions, no global barrier
 
 
 @triton.jit(do_not_specialize=['rank', 'world', 'buffer_num', 'n_send'])
@@ -333,7 +351,7 @@ def wait_notify_signal_slots(world, S, H, D, block_s, block_d, buffer_num):
 
 
 # ---------------------------------------------------------------------------------------------
-# (4) direct: one pass into the peers' symmetric outputs
+# reverse, direct: one pass into the peers' symmetric outputs
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
@@ -353,6 +371,165 @@ def reverse_a2a_direct_kernel(
                     stride_os, stride_oh, stride_od, True, BLOCK_S, BLOCK_D)
 
 
+# ---------------------------------------------------------------------------------------------
+# dispatch, staged: push into the targets' receive buffers, grid barrier, copy out
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def dispatch_a2a_kernel(
+    x_ptr, out_ptr, recv_ptr, bar_ptr,
+    rank, world, S, H, D,
+    stride_xs, stride_xh, stride_xd,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    nbs = tl.cdiv(S, BLOCK_S)
+    nbd = tl.cdiv(D, BLOCK_D)
+    rows = tl.arange(0, BLOCK_S)
+    cols = tl.arange(0, BLOCK_D)
+    HD = (H * D).to(tl.int64)
+    tasks = world * nbs * H * nbd
+    # target-major order, starting with the next rank, so the ranks do not all hit one target at once
+    for t in range(pid, tasks, nprog):
+        bd = t % nbd
+        tmp = t // nbd
+        h = tmp % H
+        tmp = tmp // H
+        bs = tmp % nbs
+        target = (rank + 1 + tmp // nbs) % world
+        offs_s = bs * BLOCK_S + rows
+        offs_d = bd * BLOCK_D + cols
+        mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
+        x = tl.load(x_ptr + offs_s.to(tl.int64)[:, None] * stride_xs + (target * H + h) * stride_xh
+                    + offs_d[None, :] * stride_xd, mask=mask, other=0.0)
+        dst = dl.symm_at(recv_ptr, target)
+        tl.store(dst + (rank * S + offs_s).to(tl.int64)[:, None] * HD + h * D + offs_d[None, :], x, mask=mask)
+    grid_barrier(bar_ptr, 1, rank, world)
+    n = world * S * HD
+    for off in range(pid * 4096, n, nprog * 4096):
+        idx = off + tl.arange(0, 4096)
+        m = idx < n
+        tl.store(out_ptr + idx, tl.load(recv_ptr + idx, mask=m), mask=m)
+
+
+# ---------------------------------------------------------------------------------------------
+# dispatch, direct: one pass into the peers' symmetric outputs
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def dispatch_a2a_direct_kernel(
+    x_ptr, out_ptr, ctl_ptr,
+    rank, world, S, H, D,
+    stride_xs, stride_xh, stride_xd,
+    stride_os, stride_oh, stride_od,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """One pass into the peers' symmetric outputs, tiles as in ``reverse_a2a_direct_kernel`` (each
+    program loops over tiles, peers interleaved); the epoch protocol of ``_common`` (control area
+    ``ctl_ptr``) replaces barriers around the launch."""
+    direct_a2a_pass(x_ptr, out_ptr, ctl_ptr, rank, world, S, H, D, stride_xs, stride_xh, stride_xd,
+                    stride_os, stride_oh, stride_od, False, BLOCK_S, BLOCK_D)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# the one-pass body of both direct variants (epoch protocol: _common.epoch_begin / epoch_end)
+
+
+@triton.jit
+def direct_tile(pid, rank, world, S, H, D, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Tile ``pid`` of the one-pass all-to-alls' ``direct_tiles`` = ``world * H * cdiv(S, BLOCK_S) *
+    cdiv(D, BLOCK_D)`` tiles: peers vary fastest, so consecutive tiles go to different peers.
+    Returns (target PE, h, row offsets, column offsets, mask)."""
+    nbd = tl.cdiv(D, BLOCK_D)
+    j = pid % world
+    rest = pid // world
+    bd = rest % nbd
+    rest = rest // nbd
+    h = rest % H
+    bs = rest // H
+    target = (rank + 1 + j) % world
+    offs_s = bs * BLOCK_S + tl.arange(0, BLOCK_S)
+    offs_d = bd * BLOCK_D + tl.arange(0, BLOCK_D)
+    mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
+    return target, h, offs_s, offs_d, mask
+
+
+
+@triton.jit
+def direct_a2a_pass(src_ptr, out_ptr, ctl_ptr, rank, world, S, H, D,
+                    stride_ss, stride_sh, stride_sd, stride_os, stride_oh, stride_od,
+                    REVERSE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    """The one-pass all-to-alls' body: program ``pid`` moves tiles ``pid, pid + grid, ...`` straight
+    into their targets' symmetric outputs under the epoch protocol above. ``REVERSE``: the reverse
+    all-to-all (rows ``target * S + s`` of the source go to rows ``s``, column ``rank * H + h``);
+    else the dispatch (column ``target * H + h`` of the source goes to rows ``rank * S + s``)."""
+    e = epoch_begin(ctl_ptr, rank, world)
+    ntiles = world * H * tl.cdiv(S, BLOCK_S) * tl.cdiv(D, BLOCK_D)
+    for t in range(tl.program_id(0), ntiles, tl.num_programs(0)):
+        target, h, offs_s, offs_d, mask = direct_tile(t, rank, world, S, H, D, BLOCK_S, BLOCK_D)
+        if REVERSE:
+            src_rows = (target * S + offs_s).to(tl.int64)
+            src_col = h
+            dst_rows = offs_s.to(tl.int64)
+            dst_col = rank * H + h
+        else:
+            src_rows = offs_s.to(tl.int64)
+            src_col = target * H + h
+            dst_rows = (rank * S + offs_s).to(tl.int64)
+            dst_col = h
+        x = tl.load(src_ptr + src_rows[:, None] * stride_ss + src_col * stride_sh + offs_d[None, :] * stride_sd,
+                    mask=mask)
+        tok = epoch_wait_ready(ctl_ptr, target, rank, e)
+        dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
+        tl.store(dst + dst_rows[:, None] * stride_os + dst_col * stride_oh + offs_d[None, :] * stride_od, x,
+                 mask=mask)
+    epoch_end(ctl_ptr, rank, world, e)
+
+
+
+def direct_tile_count(world, S, H, D, block_s, block_d):
+    return world * H * cdiv(S, block_s) * cdiv(D, block_d)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Tiles and grids (pure functions of the sizes and of this rank's SM budget, so the co-residency
+# arithmetic is testable without a GPU: tests/gpu_kernels/test_residency.py, test_shapes.py).
+
+A2A_WARPS = 4
+
+
+def a2a_grid(nsm):
+    """Reverse all-to-all: producer/consumer pairs (even), >= 2 producers so the bulk variants have a
+    self copier, and every program resident (credits, grid barrier): half of the share's slots."""
+    return max(4, resident_grid(nsm, A2A_WARPS) // 2 * 2)
+
+
+def dispatch_grid(nsm):
+    return max(2, resident_grid(nsm, A2A_WARPS))
+
+
+def a2a_tiles(D, elem):
+    """~16 KB tiles, tall in S: the pipelines synchronise once per S block, so fewer, taller blocks
+    cost fewer rounds (the first GPU run used 8 x 1024 tiles: 256 rounds for S = 2048, and the
+    per-round signalling dominated)."""
+    block_d = min(pow2(D), 128)
+    block_s = max(1, min(128, 16384 // (block_d * elem)))
+    return block_s, block_d
+
+
+def direct_tiles(D, elem, shared_gpu=True):
+    """Tiles of the one-pass kernels. Ranks sharing a GPU: 16 KB, up to 256 columns wide (16-byte
+    vectors, 8 per thread). One rank per GPU: 32 KB, up to 512 columns wide, fewer and larger NVLink
+    bursts per program (the 4-GPU sweep's best at 1 and 64 MiB per rank)."""
+    cols, tile = (256, 16384) if shared_gpu else (512, 32768)
+    block_d = min(pow2(D), cols)
+    block_s = max(1, min(64, tile // (block_d * elem)))
+    return block_s, block_d
+
+
 def direct_grid(world, S, H, D, block_s, block_d, nsm, shared_gpu=True):
     """Programs of the direct all-to-alls: ``DIRECT_PROGRAMS_PER_SM[shared_gpu]`` per SM of the share,
     at most one per tile. Nothing waits on a program of its own launch, so residency is not required."""
@@ -366,8 +543,94 @@ def direct_grid(world, S, H, D, block_s, block_d, nsm, shared_gpu=True):
 DIRECT_PROGRAMS_PER_SM = {True: 8, False: 2}
 
 
+
 # ---------------------------------------------------------------------------------------------
-# compile-only descriptions (tests/gpu_kernels AOT-compiles each for sm_90)
+# Plans: buffers, grid and launch of each variant. ``ops`` has validated the arguments, made
+# ``out`` and made ``a`` contiguous where a variant needs it.
+
+
+def reverse(variant, a, out, S, H, D, W, me, dt, buffer_num=2, block_s=None, block_d=None):
+    """``ops.reverse_all_to_all`` after validation: ``out[s, r * H + h] = a_r[me * S + s, h]``."""
+    if variant == "direct":
+        return _direct(reverse_a2a_direct_kernel, "reverse_all_to_all", a, out, S, H, D, W, me, dt, block_s, block_d)
+    bs0, bd0 = a2a_tiles(D, a.element_size())
+    bs, bd = block_s or bs0, block_d or bd0
+    grid = a2a_grid(RESOURCES.sm_budget())
+    key = ("reverse_all_to_all", variant, S, H, D, dt, W, bs, bd, buffer_num)
+    sig, launch = _STAGED[variant](key, a, out, S, H, D, W, me, buffer_num, bs, bd, grid)
+    with signal_round(sig):
+        launch()
+    return out
+
+
+def _pipeline_plan(key, a, out, S, H, D, W, me, buffer_num, bs, bd, grid):
+    import torch
+    peer, sig = RESOURCES.symmetric(key, ([pipeline_buffer_elems(W, S, H, D, bs, buffer_num)], a.dtype),
+                                    ([pipeline_signal_slots(W, S, H, D, bd, buffer_num) * SIG_ELEMS], torch.int64))
+    return sig, lambda: reverse_a2a_mte_kernel[(grid,)](
+        a, out, peer, sig, me, W, buffer_num, S, H, D, *a.stride(), *out.stride(),
+        BLOCK_S=bs, BLOCK_D=bd, num_warps=4)
+
+
+def _bulk_plan(key, a, out, S, H, D, W, me, buffer_num, bs, bd, grid):
+    import torch
+    peer, sig = RESOURCES.symmetric(key, ([bulk_buffer_elems(W, S, H, D)], a.dtype),
+                                    ([bulk_signal_slots(W) * SIG_ELEMS], torch.int64))
+    nrole = grid // 2
+    # about 3/4 of the producers send; at least one producer is left for the self copy when it can be
+    split = max(1, (nrole * 3 // 4) // max(W - 1, 1)) if W > 1 else 1
+    return sig, lambda: reverse_a2a_bulk_kernel[(grid,)](
+        a, out, peer, sig, me, W, buffer_num, split, S, H, D, *out.stride(),
+        BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.element_size(), VEC_BLOCK=2048, num_warps=4)
+
+
+def _wait_notify_plan(key, a, out, S, H, D, W, me, buffer_num, bs, bd, grid):
+    import torch
+    peer, sig = RESOURCES.symmetric(key, ([bulk_buffer_elems(W, S, H, D)], a.dtype), (
+        [wait_notify_signal_slots(W, S, H, D, bs, bd, buffer_num) * SIG_ELEMS], torch.int64))
+    nrole = grid // 2
+    n_send = min(max(1, nrole * 3 // 4), nrole - 1) if W > 1 else 0  # >= 1 self-loop producer
+    return sig, lambda: reverse_a2a_wait_notify_kernel[(grid,)](
+        a, out, peer, sig, me, W, buffer_num, n_send, S, H, D, *out.stride(),
+        BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.element_size(), VEC_BLOCK=2048, num_warps=4)
+
+
+_STAGED = {"pipeline": _pipeline_plan, "bulk": _bulk_plan, "wait_notify": _wait_notify_plan}
+
+
+def dispatch(variant, x, out, S, H, D, W, me, dt):
+    """``ops.dispatch_all_to_all`` after validation: ``out[r * S + s, h] = x_r[s, me * H + h]``."""
+    if variant == "direct":
+        return _direct(dispatch_a2a_direct_kernel, "dispatch_all_to_all", x, out, S, H, D, W, me, dt)
+    import torch
+    bs, bd = a2a_tiles(D, x.element_size())
+    recv, sig = RESOURCES.symmetric(("dispatch_all_to_all", S, H, D, dt, W), ([W * S * H * D], x.dtype),
+                                    ([bar_slots(W) * SIG_ELEMS], torch.int64))
+    grid = dispatch_grid(RESOURCES.sm_budget())
+    with signal_round(sig):
+        dispatch_a2a_kernel[(grid,)](x, out, recv, sig, me, W, S, H, D, *x.stride(), BLOCK_S=bs, BLOCK_D=bd,
+                                     num_warps=4)
+    return out
+
+
+def _direct(kernel, what, src, out, S, H, D, W, me, dt, block_s=None, block_d=None):
+    """Both direct variants: one launch on the op's epoch area (one per op, shape and grid), into the
+    symmetric ``out`` of every peer."""
+    import torch
+    shared = RESOURCES.shared_gpu()
+    bs0, bd0 = direct_tiles(D, src.element_size(), shared)
+    bs, bd = block_s or bs0, block_d or bd0
+    grid = direct_grid(W, S, H, D, bs, bd, RESOURCES.sm_budget(), shared)
+    ctl, = RESOURCES.epoch_buffers((what, "direct", S, H, D, dt, W, bs, bd, grid), what,
+                                   ([epoch_slots(W) * SIG_ELEMS], torch.int64))
+    kernel[(grid,)](src, out, ctl, me, W, S, H, D, *src.stride(), *out.stride(), BLOCK_S=bs, BLOCK_D=bd,
+                    num_warps=4)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# compile-only descriptions (tests/gpu_kernels AOT-compiles each for sm_90; the names are the
+# kernels' and stay fixed: tests/ascend and tools/compare_ptx.py key on them)
 
 
 def compile_cases(dtype="fp16"):
@@ -389,9 +652,11 @@ def compile_cases(dtype="fp16"):
     return [("reverse_a2a_direct", reverse_a2a_direct_kernel, *direct),
             ("reverse_a2a_mte", reverse_a2a_mte_kernel, *mte),
             ("reverse_a2a_bulk", reverse_a2a_bulk_kernel, *bulk),
-            ("reverse_a2a_wait_notify", reverse_a2a_wait_notify_kernel, *wn)]
-
-
-__all__ = ["VARIANTS", "reverse_a2a_direct_kernel", "direct_grid", "reverse_a2a_mte_kernel", "reverse_a2a_bulk_kernel", "reverse_a2a_wait_notify_kernel",
-           "mte_buffer_elems", "mte_signal_slots", "bulk_buffer_elems", "bulk_signal_slots", "wait_notify_signal_slots",
-           "compile_cases", "SIG_ELEMS"]
+            ("reverse_a2a_wait_notify", reverse_a2a_wait_notify_kernel, *wn),
+            ("dispatch_a2a", dispatch_a2a_kernel,
+             {"x_ptr": p, "out_ptr": p, "recv_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i,
+              "D": i, "stride_xs": i, "stride_xh": i}, {"stride_xd": 1, "BLOCK_S": 16, "BLOCK_D": 128}),
+            ("dispatch_a2a_direct", dispatch_a2a_direct_kernel,
+             {"x_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i, "D": i,
+              "stride_xs": i, "stride_xh": i, "stride_os": i, "stride_oh": i},
+             {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256})]

@@ -12,8 +12,8 @@ AG+GEMM are checked through the product), within a stated tolerance where arithm
 every call. One line per op, "PASS <op>" or "FAIL <op>: <first mismatch>", then "<n> ops, <k> failures";
 the exit status is nonzero if any op failed.
 
-Host protocols (ops.py):
-  * seed 002's (mte, bulk, wait_notify, staged dispatch, one/two-shot and ring all-reduce, the Triton
+Host protocols (tdist_kernels._resources, as ops.py's plans use them):
+  * seed 002's (pipeline, bulk, wait_notify, staged dispatch, one/two-shot and ring all-reduce, the Triton
     overlap forms): zero the op's signals, barrier, launch, barrier;
   * the direct all-to-alls: the epoch area is zeroed once (then a barrier); each call is one launch,
     no barrier and no reset around it;
@@ -103,7 +103,7 @@ class LaunchFailed(Exception):
 
 
 def protocol(ctx, sig, launch, poison=()):
-    """Seed 002's host protocol (ops._protocol): zero the signals, barrier, launch, barrier; the
+    """Seed 002's host protocol (_resources.signal_round): zero the signals, barrier, launch, barrier; the
     staging buffers are poisoned alongside the reset. A launch that raises still takes part in the
     barriers (the ranks stay in step); the error is raised afterwards."""
     sig[...] = 0
@@ -148,7 +148,7 @@ def dispatch_want(inputs, me):
 
 
 def op_reverse_a2a(ctx, variant):
-    from tdist_kernels import ops, reverse_a2a as ra
+    from tdist_kernels import all_to_all as a2a, ops
     from tdist_kernels._common import SIG_ELEMS
     op = f"reverse_a2a_{variant}"
     W, me = ctx.world, ctx.rank
@@ -156,43 +156,43 @@ def op_reverse_a2a(ctx, variant):
     buffer_num = 2
     grid = ops.a2a_grid(NSM)
     nrole = grid // 2
-    if variant == "mte":
-        peer = ctx.sym([ra.mte_buffer_elems(W, S, H, D, bs, buffer_num)], "float32")
-        sig = ctx.sym([ra.mte_signal_slots(W, S, H, D, bd, buffer_num) * SIG_ELEMS], "int64")
+    if variant == "pipeline":
+        peer = ctx.sym([a2a.pipeline_buffer_elems(W, S, H, D, bs, buffer_num)], "float32")
+        sig = ctx.sym([a2a.pipeline_signal_slots(W, S, H, D, bd, buffer_num) * SIG_ELEMS], "int64")
     elif variant == "bulk":
-        peer = ctx.sym([ra.bulk_buffer_elems(W, S, H, D)], "float32")
-        sig = ctx.sym([ra.bulk_signal_slots(W) * SIG_ELEMS], "int64")
+        peer = ctx.sym([a2a.bulk_buffer_elems(W, S, H, D)], "float32")
+        sig = ctx.sym([a2a.bulk_signal_slots(W) * SIG_ELEMS], "int64")
         split = max(1, (nrole * 3 // 4) // max(W - 1, 1)) if W > 1 else 1
     elif variant == "wait_notify":
-        peer = ctx.sym([ra.bulk_buffer_elems(W, S, H, D)], "float32")
-        sig = ctx.sym([ra.wait_notify_signal_slots(W, S, H, D, bs, bd, buffer_num) * SIG_ELEMS], "int64")
+        peer = ctx.sym([a2a.bulk_buffer_elems(W, S, H, D)], "float32")
+        sig = ctx.sym([a2a.wait_notify_signal_slots(W, S, H, D, bs, bd, buffer_num) * SIG_ELEMS], "int64")
         n_send = min(max(1, nrole * 3 // 4), nrole - 1) if W > 1 else 0
     else:  # direct: the output is symmetric, the control area zeroed once
         out = ctx.sym([S, H * W, D], "float32")
         ctl = ctx.sym([ops.epoch_slots(W) * SIG_ELEMS], "int64")
         ctl[:] = 0
         ctx.barrier()
-        grid = ra.direct_grid(W, S, H, D, bs, bd, 1, True)
+        grid = a2a.direct_grid(W, S, H, D, bs, bd, 1, True)
     for call in range(CALLS):
         inputs = reverse_inputs(op, call, W)
         a = inputs[me]
         if variant == "direct":
             out[...] = np.nan  # no peer stores into it before this PE enters the epoch (in the launch)
-            ctx.cpu.launch(ra.reverse_a2a_direct_kernel, (grid,), a, out, ctl, me, W, S, H, D, *strides(a),
+            ctx.cpu.launch(a2a.reverse_a2a_direct_kernel, (grid,), a, out, ctl, me, W, S, H, D, *strides(a),
                            *strides(out), BLOCK_S=bs, BLOCK_D=bd)
         else:
             out = np.full((S, H * W, D), np.nan, dtype=F32)
-            if variant == "mte":
+            if variant == "pipeline":
                 launch = lambda: ctx.cpu.launch(  # noqa: E731
-                    ra.reverse_a2a_mte_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, S, H, D,
+                    a2a.reverse_a2a_mte_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, S, H, D,
                     *strides(a), *strides(out), BLOCK_S=bs, BLOCK_D=bd)
             elif variant == "bulk":
                 launch = lambda: ctx.cpu.launch(  # noqa: E731
-                    ra.reverse_a2a_bulk_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, split, S, H, D,
+                    a2a.reverse_a2a_bulk_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, split, S, H, D,
                     *strides(out), BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.itemsize, VEC_BLOCK=64)
             else:
                 launch = lambda: ctx.cpu.launch(  # noqa: E731
-                    ra.reverse_a2a_wait_notify_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, n_send, S, H,
+                    a2a.reverse_a2a_wait_notify_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, n_send, S, H,
                     D, *strides(out), BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.itemsize, VEC_BLOCK=64)
             protocol(ctx, sig, launch, poison=(peer,))
         bad = first_mismatch(out, reverse_want(inputs, me))
@@ -202,7 +202,7 @@ def op_reverse_a2a(ctx, variant):
 
 
 def op_dispatch_a2a(ctx, direct):
-    from tdist_kernels import collectives as col, ops, reverse_a2a as ra
+    from tdist_kernels import all_to_all as a2a, ops
     from tdist_kernels._common import SIG_ELEMS
     op = "dispatch_a2a_direct" if direct else "dispatch_a2a"
     W, me = ctx.world, ctx.rank
@@ -212,7 +212,7 @@ def op_dispatch_a2a(ctx, direct):
         ctl = ctx.sym([ops.epoch_slots(W) * SIG_ELEMS], "int64")
         ctl[:] = 0
         ctx.barrier()
-        grid = ra.direct_grid(W, S, H, D, bs, bd, 1, True)
+        grid = a2a.direct_grid(W, S, H, D, bs, bd, 1, True)
     else:
         recv = ctx.sym([W * S * H * D], "float32")
         sig = ctx.sym([ops.bar_slots(W) * SIG_ELEMS], "int64")
@@ -222,12 +222,12 @@ def op_dispatch_a2a(ctx, direct):
         x = inputs[me]
         if direct:
             out[...] = np.nan
-            ctx.cpu.launch(col.dispatch_a2a_direct_kernel, (grid,), x, out, ctl, me, W, S, H, D, *strides(x),
+            ctx.cpu.launch(a2a.dispatch_a2a_direct_kernel, (grid,), x, out, ctl, me, W, S, H, D, *strides(x),
                            *strides(out), BLOCK_S=bs, BLOCK_D=bd)
         else:
             out = np.full((S * W, H, D), np.nan, dtype=F32)
             protocol(ctx, sig, lambda: ctx.cpu.launch(
-                col.dispatch_a2a_kernel, (grid,), x, out, recv, sig, me, W, S, H, D, *strides(x),
+                a2a.dispatch_a2a_kernel, (grid,), x, out, recv, sig, me, W, S, H, D, *strides(x),
                 BLOCK_S=bs, BLOCK_D=bd), poison=(recv,))
         bad = first_mismatch(out, dispatch_want(inputs, me))
         if bad:
@@ -243,21 +243,21 @@ AR_RTOL = 1e-5
 
 
 def op_allreduce(ctx, variant):
-    from tdist_kernels import collectives as col, ops
+    from tdist_kernels import all_reduce as ar, ops
     from tdist_kernels._common import SIG_ELEMS
     op = f"allreduce_{variant}"
     W, me = ctx.world, ctx.rank
     N, BLOCK = AR_N, AR_BLOCK
     if variant == "ring":
-        recv = ctx.sym([col.ring_buffer_elems(W, N)], "float32")
-        sig = ctx.sym([col.ring_signal_slots(W, N, BLOCK) * SIG_ELEMS], "int64")
+        recv = ctx.sym([ar.ring_buffer_elems(W, N)], "float32")
+        sig = ctx.sym([ar.ring_signal_slots(W, N, BLOCK) * SIG_ELEMS], "int64")
         grid = max(1, min(ops.allreduce_grid(NSM), cdiv(cdiv(N, W), BLOCK)))
-        kern = col.allreduce_ring_kernel
+        kern = ar.allreduce_ring_kernel
     else:
         recv = ctx.sym([N], "float32")
         sig = ctx.sym([ops.bar_slots(W) * SIG_ELEMS], "int64")
         grid = max(1, min(ops.allreduce_grid(NSM), cdiv(N, BLOCK)))
-        kern = col.allreduce_one_shot_kernel if variant == "one_shot" else col.allreduce_two_shot_kernel
+        kern = ar.allreduce_one_shot_kernel if variant == "one_shot" else ar.allreduce_two_shot_kernel
     for call in range(CALLS):
         xs = [rng(op, call, r).standard_normal(N).astype(F32) for r in range(W)]
         x = xs[me]
@@ -279,14 +279,14 @@ GEMM_CFG = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=2)
 
 
 def op_ag_gemm(ctx):
-    from tdist_kernels import ops, overlap as ov
+    from tdist_kernels import ag_gemm as ag, ops
     from tdist_kernels._common import SIG_ELEMS
     op = "ag_gemm"
     W, me = ctx.world, ctx.rank
     M, K, N, chunk = 24, 40, 40, 8  # BLOCK_M = 16: tiles straddle two ranks' rows; 3 chunks per rank
     n_chunks = cdiv(M, chunk)
     gather = ctx.sym([W * M, K], "float32")
-    sig = ctx.sym([ov.ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], "int64")
+    sig = ctx.sym([ag.ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], "int64")
     cfg = GEMM_CFG
     grid = ops.ag_gemm_grid(2 * NSM, cdiv(W * M, cfg["BLOCK_M"]) * cdiv(N, cfg["BLOCK_N"]))
     gathers = [ctx.peer_view(gather, t) for t in range(W)]
@@ -313,7 +313,7 @@ def op_ag_gemm(ctx):
         th.start()
         err = None
         try:
-            ctx.cpu.launch(ov.ag_gemm_kernel, (grid,), a, b, out, gather, sig, me, W, M, N, K, *strides(b),
+            ctx.cpu.launch(ag.ag_gemm_kernel, (grid,), a, b, out, gather, sig, me, W, M, N, K, *strides(b),
                            *strides(out), CHUNK_M=chunk, **cfg)
         except Exception as e:  # noqa: BLE001
             err = e
@@ -330,7 +330,7 @@ def op_ag_gemm(ctx):
 
 
 def op_gemm_rs(ctx):
-    from tdist_kernels import overlap as ov
+    from tdist_kernels import gemm_rs as rs
     from tdist_kernels._common import SIG_ELEMS
     op = "gemm_rs"
     W, me = ctx.world, ctx.rank
@@ -339,7 +339,7 @@ def op_gemm_rs(ctx):
     cfg = GEMM_CFG
     BM, BN = cfg["BLOCK_M"], cfg["BLOCK_N"]
     recv = ctx.sym([W * ml * N], "float32")
-    sig = ctx.sym([ov.gemm_rs_signal_slots(W, M, N, BM, BN) * SIG_ELEMS], "int64")
+    sig = ctx.sym([rs.gemm_rs_signal_slots(W, M, N, BM, BN) * SIG_ELEMS], "int64")
     local_tiles = cdiv(ml, BM) * cdiv(N, BN)
     nred = max(1, min(local_tiles, 2))  # reduce_programs=2
     for call in range(CALLS):
@@ -349,9 +349,9 @@ def op_gemm_rs(ctx):
         out = np.full((ml, N), np.nan, dtype=F32)
 
         def launch():
-            ctx.cpu.launch(ov.gemm_rs_kernel, (W * local_tiles,), a, b, recv, sig, me, W, M, N, K, *strides(a),
+            ctx.cpu.launch(rs.gemm_rs_kernel, (W * local_tiles,), a, b, recv, sig, me, W, M, N, K, *strides(a),
                            *strides(b), **cfg)
-            ctx.cpu.launch(ov.rs_reduce_kernel, (nred,), recv, out, sig, me, W, M, N, *strides(out), BLOCK_M=BM,
+            ctx.cpu.launch(rs.rs_reduce_kernel, (nred,), recv, out, sig, me, W, M, N, *strides(out), BLOCK_M=BM,
                            BLOCK_N=BN, RED_M=8)
 
         protocol(ctx, sig, launch, poison=(recv,))
@@ -365,7 +365,7 @@ def op_gemm_rs(ctx):
 
 
 OPS = {
-    "reverse_a2a_mte": lambda c: op_reverse_a2a(c, "mte"),
+    "reverse_a2a_mte": lambda c: op_reverse_a2a(c, "pipeline"),
     "reverse_a2a_bulk": lambda c: op_reverse_a2a(c, "bulk"),
     "reverse_a2a_wait_notify": lambda c: op_reverse_a2a(c, "wait_notify"),
     "reverse_a2a_direct": lambda c: op_reverse_a2a(c, "direct"),

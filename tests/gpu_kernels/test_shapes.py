@@ -4,9 +4,9 @@ are the ones benchmarks/NOTES.md ("GPU, fourth round") measured; these tests pin
 import pytest
 
 from tdist_kernels import _common as c
-from tdist_kernels import collectives as col
+from tdist_kernels import all_reduce as ar
+from tdist_kernels import all_to_all as a2a
 from tdist_kernels import ops
-from tdist_kernels import reverse_a2a as ra
 
 
 def test_pow2():
@@ -24,25 +24,25 @@ def test_direct_tiles_by_placement(D, elem):
 
 
 def test_direct_grid_by_placement():
-    tiles = c.direct_tile_count(4, 4096, 8, 1024, 32, 256)
-    assert ra.direct_grid(4, 4096, 8, 1024, 32, 256, 132, shared_gpu=True) == min(tiles, 8 * 132)
-    assert ra.direct_grid(4, 4096, 8, 1024, 32, 512, 132, shared_gpu=False) == 2 * 132
-    assert ra.direct_grid(2, 1, 1, 8, 1, 8, 132, shared_gpu=False) == 2  # never more programs than tiles
+    tiles = a2a.direct_tile_count(4, 4096, 8, 1024, 32, 256)
+    assert a2a.direct_grid(4, 4096, 8, 1024, 32, 256, 132, shared_gpu=True) == min(tiles, 8 * 132)
+    assert a2a.direct_grid(4, 4096, 8, 1024, 32, 512, 132, shared_gpu=False) == 2 * 132
+    assert a2a.direct_grid(2, 1, 1, 8, 1, 8, 132, shared_gpu=False) == 2  # never more programs than tiles
 
 
 @pytest.mark.parametrize("world", [1, 2, 3, 4, 5, 8])
 @pytest.mark.parametrize("warps", [1, 2, 4])
 def test_ll_block_holds_16_packets_per_thread(world, warps):
-    block = col.ll_block(world, warps)
+    block = ar.ll_block(world, warps)
     assert block * c.pow2(world) == 512 * warps  # [WP, BLOCK] int64 packets = 16 per thread
     assert block & (block - 1) == 0  # a power of two (tl.arange)
 
 
 def test_ll_warps_by_size(monkeypatch):
-    assert ops._ll_warps(4096) == 1 and ops._ll_warps(64 << 10) == 1
-    assert ops._ll_warps((64 << 10) + 4) == 4 and ops._ll_warps(1 << 20) == 4
-    monkeypatch.setattr(ops, "LL_WARPS", 2)
-    assert ops._ll_warps(4096) == 2 and ops._ll_warps(1 << 20) == 2
+    assert ar._ll_warps(4096) == 1 and ar._ll_warps(64 << 10) == 1
+    assert ar._ll_warps((64 << 10) + 4) == 4 and ar._ll_warps(1 << 20) == 4
+    monkeypatch.setattr(ar, "LL_WARPS", 2)
+    assert ar._ll_warps(4096) == 2 and ar._ll_warps(1 << 20) == 2
 
 
 @pytest.mark.parametrize("shared,ag,rs", [(True, ("cublas_whole", 1), ("cublas_whole", 1)),
@@ -70,3 +70,15 @@ def test_auto_allreduce_by_size(monkeypatch):
     assert ops._auto_allreduce(64 << 20) == "two_shot"
     monkeypatch.setattr(ops, "AUTO_LL_MAX_BYTES", 0)
     assert ops._auto_allreduce(4) == "two_shot"
+
+
+def test_variant_names_and_deprecated_alias():
+    assert ops.REVERSE_A2A_VARIANTS == ("pipeline", "bulk", "wait_notify", "direct")
+    assert ops.DISPATCH_A2A_VARIANTS == ("staged", "direct")
+    ops._warned.clear()
+    with pytest.warns(DeprecationWarning, match="variant='mte' is deprecated, use 'pipeline'"):
+        assert ops._variant("reverse_all_to_all", "mte", ops.REVERSE_A2A_VARIANTS) == "pipeline"
+    assert ops._variant("reverse_all_to_all", "bulk", ops.REVERSE_A2A_VARIANTS) == "bulk"
+    # the alias is only for the op that took it
+    with pytest.raises(ops.KernelArgError, match="variant='mte' is not one of 'staged', 'direct'"):
+        ops._variant("dispatch_all_to_all", "mte", ops.DISPATCH_A2A_VARIANTS)

@@ -39,15 +39,15 @@ def test_matmul_checks():
 
 
 def test_variant_and_buffer_num():
-    with pytest.raises(KernelArgError, match="variant='udma' is not one of 'mte', 'bulk', 'wait_notify'"):
-        v.check_variant("reverse_all_to_all", "udma", ("mte", "bulk", "wait_notify"))
+    with pytest.raises(KernelArgError, match="variant='udma' is not one of 'pipeline', 'bulk', 'wait_notify'"):
+        v.check_variant("reverse_all_to_all", "udma", ("pipeline", "bulk", "wait_notify"))
     with pytest.raises(KernelArgError, match="buffer_num=0 must be an int >= 1"):
         v.check_buffer_num(0)
 
 
 def test_signal_sizes_follow_the_seed():
-    from tdist_kernels import reverse_a2a as ra
+    from tdist_kernels import all_to_all as a2a
     # seed 002: region A [nbs, W] + region B [buffer_num, nbd * H]
-    assert ra.wait_notify_signal_slots(4, 100, 3, 130, 16, 64, 2) == 7 * 4 + 2 * 3 * 3
-    # MTE: [buffer_num, W, nbd * H]
-    assert ra.mte_signal_slots(4, 100, 3, 130, 64, 2) == 2 * 4 * 3 * 3
+    assert a2a.wait_notify_signal_slots(4, 100, 3, 130, 16, 64, 2) == 7 * 4 + 2 * 3 * 3
+    # pipeline: [buffer_num, W, nbd * H]
+    assert a2a.pipeline_signal_slots(4, 100, 3, 130, 64, 2) == 2 * 4 * 3 * 3

@@ -1,0 +1,69 @@
+"""What the two overlap GEMMs (``ag_gemm``, ``gemm_rs``) share: the Triton GEMM's tile order and
+k loop (device), its block configuration, and the cuBLAS forms' GEMM streams (host)."""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def tile_of(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """Grouped order (GROUP_M m-tiles per column sweep) so consecutive programs share b in L2."""
+    width = GROUP_M * tiles_n
+    group = pid // width
+    first_m = group * GROUP_M
+    gsize = tl.minimum(tiles_m - first_m, GROUP_M)
+    tm = first_m + (pid % width) % gsize
+    tn = (pid % width) // gsize
+    return tm, tn
+
+
+@triton.jit
+def k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk,
+           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """fp32 accumulator of one output tile: a_ptrs (BLOCK_M, BLOCK_K) and b_ptrs (BLOCK_K, BLOCK_N)
+    at k = 0, K masked, the b columns masked by ``nmask``."""
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kmask = rk < K - k0
+        a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
+def gemm_cfg(dt):
+    """Block configuration and launch options of the Triton GEMMs for dtype name ``dt``."""
+    if dt == "float32":
+        return dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=8, num_stages=3)
+    return dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)
+
+
+def compile_cfg(dtype):
+    """(blocks, options) of ``gemm_cfg`` for the compile cases' dtype names (fp16, bf16, fp32)."""
+    cfg = gemm_cfg({"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}[dtype])
+    opts = {k: cfg.pop(k) for k in ("num_warps", "num_stages")}
+    return cfg, opts
+
+
+class GemmStreams:
+    """The cuBLAS forms' piecewise GEMMs, issued round-robin on ``n`` streams (the current one and a
+    side stream): a piece's last, partly filled wave of tiles then shares the GPU with the next
+    piece's first wave instead of leaving SMs idle. ``stream(i)`` is piece i's stream; ``join()``
+    makes the current stream wait for all of them."""
+
+    def __init__(self, n):
+        import torch
+        from ._resources import RESOURCES
+        self.main = torch.cuda.current_stream()
+        self.list = [self.main] + ([RESOURCES.stream("gemm")] if n == 2 else [])
+        for st in self.list[1:]:
+            st.wait_stream(self.main)
+
+    def stream(self, i):
+        return self.list[i % len(self.list)]
+
+    def join(self):
+        for st in self.list[1:]:
+            self.main.wait_stream(st)

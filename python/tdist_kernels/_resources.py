@@ -1,0 +1,194 @@
+"""What the torch-facing layers keep between calls, in one object, and the host protocols every op
+module uses (each written once).
+
+``RESOURCES`` (a ``Resources``) owns:
+
+* the symmetric buffers of every op, made once per key (op, shapes, dtype, variant, tiles, grid)
+  with ``shmem.aclshmem_create_tensor`` (collective) and freed by ``release()`` (collective);
+* local objects kept with them (staging buffers, views of a symmetric buffer, peer views);
+* the side streams ("comm" for copies and signals, "gemm" for a second GEMM stream), one per device;
+* the placement (``shared_gpu``: whether ranks share a GPU, gathered once, collective) and the SM
+  budget of this process (``sm_budget``).
+
+Host protocols:
+
+* ``signal_round(sig)``: seed 002's protocol around one call: zero the op's signals, barrier over
+  all PEs, the call, barrier. The first barrier keeps a rank's clear from erasing a faster peer's
+  signals of this round; the second keeps the next round's clear (and pushes into a peer's buffers)
+  behind every rank's end of this round.
+* ``Resources.epoch_buffers``: the buffers of a one-launch epoch protocol (flags that only grow),
+  their flag area zeroed once when made, before any peer can signal into it.
+* ``side_stream(role, uses)``: work forked onto a side stream after everything before it on the
+  current stream, joined back at the end.
+* ``contiguous_out(out)``: a contiguous stand-in for a strided ``out``, copied into it at the end.
+"""
+import contextlib
+import os
+
+from ._common import KernelArgError
+
+
+class Resources:
+    """Caches, side streams and placement of the torch-facing layers (one instance: ``RESOURCES``)."""
+
+    def __init__(self):
+        self._symmetric = {}  # key -> tuple of symmetric tensors
+        self._local = {}  # key -> a local object (staging buffer, view of a symmetric buffer)
+        self._views = {}  # id of a cached symmetric tensor -> its views on every PE (shmem.peer_tensor)
+        self._streams = {}  # (device, role) -> side stream
+        self._sm_info = {}  # device -> sm_info()
+        self._placement = {}  # device -> shared_gpu()
+
+    # -- runtime -------------------------------------------------------------------------------
+
+    @staticmethod
+    def runtime():
+        """(torch, shmem, tdist), once tdist is initialised on the CUDA backend."""
+        import torch
+        import shmem as ash
+        import tdist
+        if not tdist.initialized():
+            raise KernelArgError("tdist_kernels.ops: tdist is not initialised; call shmem.init_from_env(...) or "
+                                 "shmem.aclshmem_init(attr) with the CUDA backend first")
+        if tdist.cuda_device() < 0:
+            raise KernelArgError("tdist_kernels.ops: tdist runs on the CPU backend; these ops need the CUDA backend")
+        return torch, ash, tdist
+
+    # -- placement -----------------------------------------------------------------------------
+
+    def sm_info(self):
+        """How ``sm_budget`` was derived for this process's current device: ``reported`` (the
+        multiprocessor count CUDA reports to this process), ``mps_pct`` (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+        or None) and ``budget``."""
+        import torch
+        dev = torch.cuda.current_device()
+        if dev not in self._sm_info:
+            reported = torch.cuda.get_device_properties(dev).multi_processor_count
+            pct = os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") or None
+            self._sm_info[dev] = {"reported": reported, "mps_pct": pct, "budget": reported}
+        return dict(self._sm_info[dev])
+
+    def sm_budget(self):
+        """SMs this rank may keep busy: the multiprocessor count this process sees, which under MPS is
+        already its share. Measured on the H200 (2026-11-29): an MPS client with
+        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 is reported 66 of 132 SMs, at 25 % 32 (torch's
+        multi_processor_count, cudaDevAttrMultiProcessorCount in tdist-bench, and even the ``%nsmid``
+        register read in a kernel: MPS virtualises all three). So the percentage must not be applied
+        again (that gave 33 at 2 ranks, 8 at 4 and 1 at 8). Persistent grids are capped further by
+        ``_common.resident_grid`` (co-residency with the other ranks)."""
+        return self.sm_info()["budget"]
+
+    def shared_gpu(self):
+        """Whether some ranks share a GPU (MPS) rather than each having its own: the device UUIDs of all
+        ranks, gathered once at the first call (collective, host only)."""
+        import torch
+        dev = torch.cuda.current_device()
+        if dev not in self._placement:
+            _, _, tdist = self.runtime()
+            uid = str(torch.cuda.get_device_properties(dev).uuid).encode()[:48].ljust(48)
+            got = bytes(tdist.ctrl_allgather(uid))
+            uids = [got[i:i + 48] for i in range(0, len(got), 48)]
+            self._placement[dev] = len(set(uids)) < len(uids)
+        return self._placement[dev]
+
+    # -- buffers -------------------------------------------------------------------------------
+
+    def symmetric(self, key, *specs):
+        """The symmetric tensors of ``key``, one per ``(shape, dtype)`` spec, made at the first call
+        with that key (collective: every rank asks for the same keys in the same order)."""
+        if key not in self._symmetric:
+            import shmem as ash
+            self._symmetric[key] = tuple(ash.aclshmem_create_tensor(shape, dtype) for shape, dtype in specs)
+        return self._symmetric[key]
+
+    def epoch_buffers(self, key, what, *specs):
+        """The symmetric tensors of an epoch-protocol op (flags that only grow, no reset per call), made
+        at its first call with ``key``: the last spec is the flag area, zeroed once on every rank
+        before any peer can signal into it (a barrier follows the clear). Refused inside CUDA-graph
+        capture when they do not exist yet (making them synchronises)."""
+        import torch
+        if key not in self._symmetric:
+            if torch.cuda.is_current_stream_capturing():
+                raise KernelArgError(f"{what}: its buffers are created at the first call with these shapes, which "
+                                     "cannot happen inside CUDA-graph capture: call it once eagerly first")
+            import shmem as ash
+            bufs = self.symmetric(key, *specs)
+            bufs[-1].zero_()
+            torch.cuda.synchronize()
+            ash.barrier_all()
+        return self._symmetric[key]
+
+    def local(self, key, make):
+        """A cached local object, a staging buffer or a view of a symmetric buffer: ``release()``
+        drops it without freeing anything through shmem."""
+        if key not in self._local:
+            self._local[key] = make()
+        return self._local[key]
+
+    def peer_views(self, t, world):
+        """``shmem.peer_tensor(t, pe)`` for every PE, made once per cached buffer (not per call)."""
+        if id(t) not in self._views:
+            import shmem as ash
+            self._views[id(t)] = [ash.peer_tensor(t, pe) for pe in range(world)]
+        return self._views[id(t)]
+
+    def stream(self, role):
+        """One side stream per (device, role): "comm" for copies and signals, "gemm" for the second
+        GEMM stream."""
+        import torch
+        key = (torch.cuda.current_device(), role)
+        if key not in self._streams:
+            self._streams[key] = torch.cuda.Stream(device=key[0])
+        return self._streams[key]
+
+    def release(self):
+        """Free every cached symmetric buffer (collective) and drop the local ones."""
+        _, ash, _ = self.runtime()
+        self._views.clear()
+        self._local.clear()
+        for bufs in self._symmetric.values():
+            for t in bufs:
+                ash.aclshmem_free_tensor(t)
+        self._symmetric.clear()
+
+
+RESOURCES = Resources()
+
+
+@contextlib.contextmanager
+def signal_round(sig):
+    """Seed 002's host protocol around the body, on the current stream (yielded): zero ``sig``,
+    barrier over all PEs, the body, barrier."""
+    import torch
+    import shmem as ash
+    main = torch.cuda.current_stream()
+    sig.zero_()
+    ash.barrier_all_on_stream(main)
+    yield main
+    ash.barrier_all_on_stream(main)
+
+
+@contextlib.contextmanager
+def side_stream(role, uses=()):
+    """The side stream ``role`` (yielded), started after everything enqueued so far on the current
+    stream; at the end the current stream waits for it, and ``uses`` (tensors the side stream read
+    or wrote) are recorded on it for torch's allocator."""
+    import torch
+    main = torch.cuda.current_stream()
+    side = RESOURCES.stream(role)
+    side.wait_stream(main)
+    yield side
+    main.wait_stream(side)
+    for t in uses:
+        t.record_stream(side)
+
+
+@contextlib.contextmanager
+def contiguous_out(out):
+    """``out`` itself when contiguous, else a contiguous tensor of its shape (yielded) that is copied
+    into ``out`` at the end."""
+    import torch
+    o = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    yield o
+    if o is not out:
+        out.copy_(o)

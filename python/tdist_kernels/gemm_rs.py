@@ -1,0 +1,248 @@
+"""GEMM + ReduceScatter: ``a`` (M, K) and ``b`` (K, N) on every rank (K-sharded): ``c_me = (sum_r
+a_r @ b_r)`` rows ``[me * M / W, (me + 1) * M / W)``, (M / W, N), M a multiple of W; the Triton
+kernels (seed 003's per-tile form, the reduce passes of the cuBLAS forms) and the plans of every
+form.
+
+Forms (``ops.GEMM_RS_IMPLS``; ``ops`` picks one for "auto" by placement):
+
+``cublas``
+    Each owner's block of the partial product is multiplied (cuBLAS) straight into the owner's
+    receive buffer through the peer mapping (``shmem.peer_tensor``), other owners first, then
+    signalled by a stream write; the own block last; one pass (``sum_partials_kernel``) sums the W
+    partials in fp32 once their signals are in.
+``cublas_ce``
+    Each owner's block is multiplied into a local staging buffer at full speed and pushed to the
+    owner by the copy engine on a side stream (``shmem.putmem_on_stream``), overlapping the next
+    block's GEMM, instead of the GEMM's epilogue storing over NVLink. ``gemm_streams=2``: the
+    cuBLAS forms' GEMMs alternate between two streams.
+``cublas_whole``
+    One cuBLAS GEMM of the whole product into a symmetric buffer, a barrier, then one pass
+    (``sum_peer_rows_kernel``) pulls this rank's block from every PE and sums it.
+``triton``
+    * GEMM programs compute tiles of the partial product, owner by owner starting with the rank
+      after this one (so the ranks write to different owners at any time); each tile is stored in
+      fp32 into the owner's symmetric receive buffer ``[W, M / W, N]`` at slot ``rank`` straight
+      from the epilogue, then fence + signal ``(tile, rank)`` at the owner.
+    * reduce programs (a second, small persistent grid on a side stream, started with the GEMM)
+      wait for all W signals of a local tile (one ``dl.wait(slot, W)``: the W slots are 64 bytes
+      apart), sum the W partials in rank order in fp32 and store the tile in the output dtype. The
+      GEMM never waits, so the reduce programs' waits always end.
+
+Signals are set once per call; seed 002's host protocol (``_resources.signal_round``) resets them.
+"""
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+
+from ._common import SIG, SIG_ELEMS, cdiv, fence_sys
+from ._gemm import GemmStreams, compile_cfg, gemm_cfg, k_loop, tile_of
+from ._resources import RESOURCES, contiguous_out, side_stream, signal_round
+
+
+# ---------------------------------------------------------------------------------------------
+# the Triton form
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def gemm_rs_kernel(
+    a_ptr, b_ptr, recv_ptr, sig_ptr,
+    rank, world, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """One program per (owner, tile): the fp32 partial goes straight into the owner's receive slot."""
+    pid = tl.program_id(0)
+    mloc = M // world
+    tiles_m = tl.cdiv(mloc, BLOCK_M)  # per owner
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    local_tiles = tiles_m * tiles_n
+    slab = (mloc * N).to(tl.int64)  # one partial [M / W, N] in the receive buffer
+    owner = (rank + 1 + pid // local_tiles) % world  # the next rank first; the own rows last
+    tm, tn = tile_of(pid % local_tiles, tiles_m, tiles_n, GROUP_M)
+    rm = tm * BLOCK_M + tl.arange(0, BLOCK_M)
+    rm_l = tl.where(rm < mloc, rm, mloc - 1)
+    rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = rn < N
+    rk = tl.arange(0, BLOCK_K)
+    grow = (owner * mloc + rm_l).to(tl.int64)
+    a_ptrs = a_ptr + grow[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
+    dst = dl.symm_at(recv_ptr, owner)
+    tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
+             mask=(rm < mloc)[:, None] & (rn < N)[None, :])
+    fence_sys()
+    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, owner, 1)
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def rs_reduce_kernel(
+    recv_ptr, c_ptr, sig_ptr,
+    rank, world, M, N,
+    stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RED_M: tl.constexpr,
+):
+    """Persistent: tile after tile of the GEMM's tiling, wait for its W partials, sum, store."""
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    mloc = M // world
+    tiles_m = tl.cdiv(mloc, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    slab = (mloc * N).to(tl.int64)
+    for lt in range(pid, tiles_m * tiles_n, nprog):
+        tm = lt // tiles_n
+        tn = lt % tiles_n
+        tok = dl.wait(sig_ptr + lt * world * SIG, world, "gpu", "acquire", waitValue=1)
+        src = dl.consume_token(recv_ptr, tok)
+        rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
+        for m0 in range(0, BLOCK_M, RED_M):
+            rm = tm * BLOCK_M + m0 + tl.arange(0, RED_M)
+            mask = (rm < mloc)[:, None] & (rn < N)[None, :]
+            offs = rm.to(tl.int64)[:, None] * N + rn[None, :]
+            acc = tl.zeros((RED_M, BLOCK_N), dtype=tl.float32)
+            for r in range(0, world):
+                acc += tl.load(src + r * slab + offs, mask=mask, other=0.0)
+            tl.store(c_ptr + rm.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn,
+                     acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def gemm_rs_signal_slots(world, M, N, block_m, block_n):
+    return cdiv(M // world, block_m) * cdiv(N, block_n) * world
+
+
+# ---------------------------------------------------------------------------------------------
+# the reduce passes of the cuBLAS forms
+
+
+@triton.jit
+def sum_partials_kernel(part_ptr, out_ptr, world, n, BLOCK: tl.constexpr):
+    """out[i] = sum over r (in rank order, fp32) of part[r * n + i]; contiguous, any float dtype."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for r in range(0, world):
+        acc += tl.load(part_ptr + r * n + offs, mask=m, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def sum_peer_rows_kernel(part_ptr, out_ptr, rank, world, off, n, BLOCK: tl.constexpr):
+    """out[i] = sum over PEs r (in rank order, fp32) of symmetric ``part`` on PE r at ``off + i``:
+    the reduce half of GEMM+RS's whole form, pulling every PE's partial block straight from it."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for r in range(0, world):
+        acc += tl.load(dl.symm_at(part_ptr, r) + off + offs, mask=m, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=m)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grid and plans (``ops.gemm_rs`` after validation)
+
+
+def rs_reduce_grid(nsm):
+    """Programs of GEMM + RS's reduce kernel, which runs beside the GEMM: an eighth of the SMs."""
+    return max(1, nsm // 8)
+
+
+SUM_BLOCK = 2048  # elements per program of the reduce passes
+
+
+def run_triton(a, b, out, W, me, dt, reduce_programs=None):
+    import torch
+    M, K = a.shape
+    N = b.shape[1]
+    cfg = gemm_cfg(dt)
+    BM, BN = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    recv, sig = RESOURCES.symmetric(("gemm_rs", M, N, dt, W), ([W * (M // W) * N], torch.float32),
+                                    ([gemm_rs_signal_slots(W, M, N, BM, BN) * SIG_ELEMS], torch.int64))
+    local_tiles = cdiv(M // W, BM) * cdiv(N, BN)
+    nred = max(1, min(local_tiles, reduce_programs or rs_reduce_grid(RESOURCES.sm_budget())))
+    with signal_round(sig), side_stream("comm", uses=(out,)) as comm:
+        gemm_rs_kernel[(W * local_tiles,)](a, b, recv, sig, me, W, M, N, K, *a.stride(), *b.stride(), **cfg)
+        with torch.cuda.stream(comm):
+            rs_reduce_kernel[(nred,)](recv, out, sig, me, W, M, N, *out.stride(), BLOCK_M=BM, BLOCK_N=BN, RED_M=16,
+                                      num_warps=4)
+    return out
+
+
+def run_cublas(a, b, out, W, me, dt, nstreams=1, copy_engine=False):
+    """The "cublas" form, or "cublas_ce" (``copy_engine``)."""
+    import torch
+    import shmem as ash
+    M, K = a.shape
+    N = b.shape[1]
+    ml = M // W
+    recv, sig = RESOURCES.symmetric(("gemm_rs_cublas", M, N, dt, W), ([W, ml, N], a.dtype),
+                                    ([W * SIG_ELEMS], torch.int64))
+    stage = RESOURCES.local(("gemm_rs_stage", M, N, dt, W), lambda: torch.empty(
+        (max(W - 1, 1), ml, N), dtype=a.dtype, device=a.device)) if copy_engine else None
+    # the trailing barrier of signal_round: the next call's partials must not land before every sum is done
+    with contiguous_out(out) as o, signal_round(sig) as main:
+        comm = RESOURCES.stream("comm")
+        gs = GemmStreams(nstreams)
+        for j in range(1, W):  # owner me + j next receives from this rank at its wait j
+            owner = (me + j) % W
+            st = gs.stream(j - 1)
+            with torch.cuda.stream(st):
+                if copy_engine:
+                    torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=stage[j - 1])
+                    comm.wait_stream(st)
+                    ash.putmem_on_stream(recv[me], stage[j - 1], owner, stream=comm)
+                    ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=comm)
+                else:
+                    torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=RESOURCES.peer_views(recv, W)[owner][me])
+                    ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=st)
+        with torch.cuda.stream(gs.stream(W - 1)):
+            torch.matmul(a[me * ml:(me + 1) * ml], b, out=recv[me])
+        gs.join()
+        if copy_engine:
+            main.wait_stream(comm)  # the staging buffers are free again for the next call
+        for j in range(1, W):
+            ash.signal_wait_until_on_stream(sig[((me - j) % W) * SIG_ELEMS:], "eq", 1, stream=main)
+        n = ml * N
+        sum_partials_kernel[(cdiv(n, SUM_BLOCK),)](recv, o, W, n, BLOCK=SUM_BLOCK, num_warps=4)
+    return out
+
+
+def run_whole(a, b, out, W, me, dt):
+    import torch
+    import shmem as ash
+    M, K = a.shape
+    N = b.shape[1]
+    ml = M // W
+    part, = RESOURCES.symmetric(("gemm_rs_whole", M, N, dt, W), ([M, N], a.dtype))
+    main = torch.cuda.current_stream()
+    # the previous call's trailing barrier keeps this GEMM from overwriting rows a peer still reads
+    torch.matmul(a, b, out=part)
+    ash.barrier_all_on_stream(main)  # every PE's product is complete
+    n = ml * N
+    with contiguous_out(out) as o:
+        sum_peer_rows_kernel[(cdiv(n, SUM_BLOCK),)](part, o, me, W, me * n, n, BLOCK=SUM_BLOCK, num_warps=4)
+        ash.barrier_all_on_stream(main)  # every PE has read its block of this PE's product
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# compile-only descriptions (tests/gpu_kernels AOT-compiles each for sm_90)
+
+
+def compile_cases(dtype="fp16"):
+    p = f"*{dtype}"
+    i = "i32"
+    big, opts = compile_cfg(dtype)
+    return [
+        ("sum_partials", sum_partials_kernel, {"part_ptr": p, "out_ptr": p, "world": i, "n": i}, {"BLOCK": 2048}),
+        ("sum_peer_rows", sum_peer_rows_kernel, {"part_ptr": p, "out_ptr": p, "rank": i, "world": i, "off": "i64",
+                                                 "n": i}, {"BLOCK": 2048}),
+        ("gemm_rs", gemm_rs_kernel,
+         {"a_ptr": p, "b_ptr": p, "recv_ptr": "*fp32", "sig_ptr": "*i64", "rank": i, "world": i,
+          "M": i, "N": i, "K": i, "stride_am": i, "stride_bk": i},
+         dict(stride_ak=1, stride_bn=1, **big), opts),
+        ("rs_reduce", rs_reduce_kernel,
+         {"recv_ptr": "*fp32", "c_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "M": i, "N": i,
+          "stride_cm": i},
+         {"stride_cn": 1, "BLOCK_M": big["BLOCK_M"], "BLOCK_N": big["BLOCK_N"], "RED_M": 16}, {"num_warps": 4}),
+    ]
