@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-RESULT = REPO / "benchmarks" / "gpu_kernels" / "results" / "h200x2-2gpus" / "graph.json"
+RESULT = REPO / "benchmarks" / "gpu_kernels" / "results" / "2026-11-29-h200x2-2gpus" / "graph.json"
 
 
 def test_gpu_json_plots(tmp_path):
