@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -53,12 +54,26 @@ ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
   } else {
     job_id_ = client_->get("job_id");
   }
-  auto hosts = allgather(host_identity());
-  for (int r = 0; r < size(); ++r)
-    if (hosts[r] == hosts[rank()]) {
+  // One fixed-size record per rank (host names differ in length): pid, then the host identity.
+  struct Who {
+    int32_t pid;
+    char host[300];
+  } me{};
+  me.pid = int32_t(::getpid());
+  std::string id = host_identity();
+  std::memcpy(me.host, id.data(), std::min(id.size(), sizeof me.host - 1));
+  auto all = allgather(std::string(reinterpret_cast<const char *>(&me), sizeof me));
+  pids_.resize(size());
+  for (int r = 0; r < size(); ++r) {
+    Who w;
+    std::memcpy(&w, all[r].data(), sizeof w);
+    w.host[sizeof w.host - 1] = '\0';
+    pids_[r] = w.pid;
+    if (std::strcmp(w.host, me.host) == 0) {
       if (r == rank()) local_rank_ = int(local_ranks_.size());
       local_ranks_.push_back(r);
     }
+  }
   local_size_ = int(local_ranks_.size());
 }
 

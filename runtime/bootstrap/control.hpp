@@ -38,6 +38,11 @@ class ControlPlane {
   int local_size() const { return local_size_; }
   // World ranks on this host, in order.
   const std::vector<int> &local_ranks() const { return local_ranks_; }
+  // Process id of every rank (as that rank sees itself), exchanged through the authenticated
+  // store at construction: what a local peer's credentials (SO_PEERCRED) are checked against.
+  int pid_of(int rank) const { return pids_[size_t(rank)]; }
+  // The bound of one control-plane operation, also used for every other bootstrap step.
+  double op_timeout_s() const { return cfg_.op_timeout_s; }
 
   void barrier();
   // Every rank contributes `in` (same size everywhere, checked); returns all, rank order.
@@ -61,6 +66,7 @@ class ControlPlane {
   std::string job_id_;
   int local_rank_ = 0, local_size_ = 1;
   std::vector<int> local_ranks_;
+  std::vector<int> pids_;
 };
 
 }  // namespace tdist
