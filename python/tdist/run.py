@@ -4,7 +4,9 @@
     python -m tdist.run -n N -- command [args...]
 
 Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (tdist's
-store listens on MASTER_PORT + 1, torch's on MASTER_PORT) and TDIST_WAIT_TIMEOUT_MS when given.
+store listens on MASTER_PORT + 1, torch's on MASTER_PORT), TDIST_WAIT_TIMEOUT_MS when given, and
+TDIST_STORE_SECRET: a fresh random secret per job (unless the environment already has one), so a
+local stranger who finds the store's port cannot join the job or fail it.
 Output lines are prefixed with "[rank k]". If any rank fails (non-zero exit, signal) the others
 are stopped (SIGTERM, then SIGKILL after a grace period) and tdist-run exits with that rank's
 status (128 + N for a rank killed by signal N; a rank killed by a signal is named before ranks
@@ -19,6 +21,7 @@ build tree ``tools/tdist-run`` runs this file. It uses the standard library only
 import argparse
 import os
 import random
+import secrets
 import signal
 import socket
 import subprocess
@@ -108,6 +111,7 @@ def main(argv=None):
         ap.error(f"-n must be >= 1 (got {a.nranks})")
 
     port = a.master_port or pick_ports()
+    secret = os.environ.get("TDIST_STORE_SECRET") or secrets.token_hex(32)
     mps = None
     if a.mps != "off":
         gpus = count_gpus()
@@ -136,7 +140,8 @@ def main(argv=None):
     for r in range(a.nranks):
         env = dict(os.environ)
         env.update(RANK=str(r), WORLD_SIZE=str(a.nranks), LOCAL_RANK=str(r),
-                   LOCAL_WORLD_SIZE=str(a.nranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+                   LOCAL_WORLD_SIZE=str(a.nranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   TDIST_STORE_SECRET=secret)
         if a.wait_timeout_ms is not None:
             env["TDIST_WAIT_TIMEOUT_MS"] = str(a.wait_timeout_ms)
         if mps is not None:

@@ -35,7 +35,7 @@ ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
               "store port must be > 1024 (got %d in '%s')", addr.port, cfg.address.c_str());
   const char *sec = std::getenv("TDIST_STORE_SECRET");
   addr_ = addr;
-  secret_ = sec ? sec : "";
+  secret_ = !cfg.secret.empty() ? cfg.secret : sec ? sec : "";
   tls_ = store_tls_config();
   if (cfg.rank == 0) {
     StoreServerOptions so;

@@ -17,6 +17,9 @@ struct BootstrapConfig {
   int rank = -1;
   int n_ranks = 0;
   std::string address;  // "tcp://host:port" / "tcp6://[host]:port"
+  // The store's shared secret: this one when given (a unique id carries one), else
+  // TDIST_STORE_SECRET (tdist-run sets a fresh one per job), else none.
+  std::string secret;
   double connect_timeout_s = 120;
   double op_timeout_s = 120;
 };

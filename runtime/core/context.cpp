@@ -9,6 +9,7 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 #include <cstdlib>
 #include <cstring>
@@ -174,7 +175,7 @@ void publish(Context &c) {
   c.transport->publish(c.state);
 }
 
-void do_init(const tdist_init_attr_t &attr) {
+void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
   std::lock_guard<std::mutex> g(g_init_mu);
   TDIST_CHECK(!g_ctx, TDIST_ERR_INVALID_VALUE,
               "tdist is already initialised in this process (call tdist_finalize first)");
@@ -195,6 +196,7 @@ void do_init(const tdist_init_attr_t &attr) {
   bc.rank = attr.my_rank;
   bc.n_ranks = attr.n_ranks;
   bc.address = attr.ip_port;
+  bc.secret = secret;
   bc.connect_timeout_s = o.shm_init_timeout_s ? o.shm_init_timeout_s : 120;
   bc.op_timeout_s = o.control_timeout_s ? o.control_timeout_s : 120;
   c->cp = std::make_unique<ControlPlane>(bc);
@@ -330,8 +332,12 @@ int tdist_get_uniqueid(tdist_uniqueid_t *uid) {
     std::string url = h.find(':') != std::string::npos
                           ? strfmt("tcp6://[%s]:%d", h.c_str(), ntohs(a.sin_port))
                           : strfmt("tcp://%s:%d", h.c_str(), ntohs(a.sin_port));
+    // The id also carries a fresh store secret: whoever holds the id can join, nobody else.
+    std::random_device rd;
+    std::string secret;
+    for (int i = 0; i < 4; ++i) secret += strfmt("%08x", unsigned(rd()));
     std::memset(uid->bytes, 0, sizeof uid->bytes);
-    std::string blob = "tdist-uid-v1 " + url;
+    std::string blob = "tdist-uid-v1 " + url + " " + secret;
     TDIST_CHECK(blob.size() < sizeof uid->bytes, TDIST_ERR_INVALID_PARAM, "host name too long");
     std::memcpy(uid->bytes, blob.data(), blob.size());
   });
@@ -349,8 +355,14 @@ int tdist_init_with_uniqueid(const tdist_uniqueid_t *uid, int rank, int n_ranks,
     else tdist_init_attr_default(&a);
     a.my_rank = rank;
     a.n_ranks = n_ranks;
-    std::snprintf(a.ip_port, sizeof a.ip_port, "%s", uid->bytes + 13);
-    do_init(a);
+    std::string rest = uid->bytes + 13, secret;
+    if (auto sp = rest.find(' '); sp != std::string::npos) {  // "<url> <secret>"
+      secret = rest.substr(sp + 1);
+      rest.resize(sp);
+    }
+    TDIST_CHECK(rest.size() < sizeof a.ip_port, TDIST_ERR_INVALID_PARAM, "unique id: address too long");
+    std::snprintf(a.ip_port, sizeof a.ip_port, "%s", rest.c_str());
+    do_init(a, secret);
   });
 }
 

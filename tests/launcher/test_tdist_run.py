@@ -34,6 +34,28 @@ def test_environment_and_prefixes():
     assert len(ports) == 1
 
 
+def test_store_secret_per_job():
+    """Every job gets its own random store secret, the same on every rank, never printed; one set in
+    the environment is kept."""
+    code = "import os; print(os.environ.get('TDIST_STORE_SECRET', ''))"
+    env = {k: v for k, v in os.environ.items() if k != "TDIST_STORE_SECRET"}
+    secrets = []
+    for _ in range(2):
+        p = subprocess.run(RUN + ["-n", "2", "--mps", "off", "--", sys.executable, "-c", code],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert p.returncode == 0, p.stderr
+        got = {l.split("] ", 1)[1] for l in p.stdout.splitlines() if l.startswith("[rank ")}
+        assert len(got) == 1, got
+        secret = got.pop()
+        assert len(secret) >= 32 and all(c in "0123456789abcdef" for c in secret), secret
+        assert secret not in p.stderr
+        secrets.append(secret)
+    assert secrets[0] != secrets[1]
+    p = subprocess.run(RUN + ["-n", "2", "--mps", "off", "--", sys.executable, "-c", code],
+                       capture_output=True, text=True, timeout=60, env=dict(env, TDIST_STORE_SECRET="mine"))
+    assert {l.split("] ", 1)[1] for l in p.stdout.splitlines() if l.startswith("[rank ")} == {"mine"}
+
+
 def test_failing_rank_stops_the_others(tmp_path):
     # rank 2 fails at once; the others would sleep for a minute and record their pids
     script = tmp_path / "job.py"

@@ -1,6 +1,10 @@
 // Bad input to the public C API and the CPU device ABI, in one single-PE process: every bad call
 // fails with INVALID_PARAM (or a launch fault) naming the problem, writes nothing, never hangs.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -273,4 +277,51 @@ TEST(HostWaits, WaitAfterFinalizeIsNotInitialised) {
   tdist_clear_error();
   EXPECT_EQ(tdistx_wait_int64(reinterpret_cast<int64_t *>(sig), 2, 1), 0);
   EXPECT_EQ(tdist_last_error(), TDIST_ERR_NOT_INITED);
+}
+
+// A unique id carries a fresh store secret: a stranger who finds the store's port is refused.
+TEST(UniqueId, CarriesAStoreSecret) {
+  tdist_uniqueid_t uid, uid2;
+  ASSERT_EQ(tdist_get_uniqueid(&uid), TDIST_SUCCESS);
+  ASSERT_EQ(tdist_get_uniqueid(&uid2), TDIST_SUCCESS);
+  std::string blob = uid.bytes;
+  auto sp = blob.rfind(' ');
+  ASSERT_NE(sp, std::string::npos);
+  std::string secret = blob.substr(sp + 1);
+  EXPECT_EQ(secret.size(), 32u) << blob;
+  EXPECT_EQ(secret.find_first_not_of("0123456789abcdef"), std::string::npos) << blob;
+  EXPECT_NE(secret, std::string(uid2.bytes).substr(std::string(uid2.bytes).rfind(' ') + 1));
+  int port = std::atoi(blob.substr(blob.rfind(':') + 1, sp - blob.rfind(':') - 1).c_str());
+  ASSERT_GT(port, 1024) << blob;
+
+  tdist_init_attr_t a;
+  tdist_init_attr_default(&a);
+  a.local_mem_size = 1 << 20;
+  a.option_attr.backend = TDIST_BACKEND_CPU;
+  ASSERT_EQ(tdist_init_with_uniqueid(&uid, 0, 1, &a), TDIST_SUCCESS) << tdist_last_error_message();
+  // A stranger's WATCH for rank 0 without the secret (the header is magic, op, key and value length).
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(uint16_t(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+  uint32_t hdr[4] = {0x564b4454u, 8, 1, 0};
+  char frame[17];
+  std::memcpy(frame, hdr, 16);
+  frame[16] = '0';
+  ASSERT_EQ(::send(fd, frame, sizeof frame, 0), ssize_t(sizeof frame));
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string reply;
+  char buf[256];
+  for (ssize_t k; (k = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, size_t(k));
+  ::close(fd);
+  ASSERT_GE(reply.size(), 16u);
+  uint32_t rh[4];
+  std::memcpy(rh, reply.data(), 16);
+  EXPECT_EQ(rh[1], 101u);  // REPLY_ERROR
+  EXPECT_NE(reply.find("authentication failed"), std::string::npos) << reply.substr(16);
+  EXPECT_EQ(tdist_ctrl_barrier(), TDIST_SUCCESS) << tdist_last_error_message();  // the job is unaffected
+  EXPECT_EQ(tdist_finalize(), TDIST_SUCCESS) << tdist_last_error_message();
 }

@@ -198,7 +198,11 @@ def case_store_secret(a):
     # Connect as soon as rank 0 listens, then claim every rank's slot and watchdog.
     while time.monotonic() < t0 + 5 and not conns:
         try:
-            conns.append(socket.create_connection(("127.0.0.1", master + 1), timeout=2))
+            s = socket.create_connection(("127.0.0.1", master + 1), timeout=2)
+            if s.getsockname() == s.getpeername():  # TCP self-connect before anyone listens
+                s.close()
+                continue
+            conns.append(s)
         except OSError:
             time.sleep(0.005)
     if not conns:
