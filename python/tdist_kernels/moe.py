@@ -1,0 +1,841 @@
+"""Expert-parallel MoE dispatch and combine: the Triton kernels and their torch-facing buffer.
+
+The contract (API, layouts, the counts row, the rings, the errors) is docs/MOE.md; the CPU ranks'
+C++ version (``tdist::kernels::cpu::MoeBuffer``) follows the same protocol. Experts are partitioned
+contiguously (``L = E / W`` per rank, expert ``e`` on rank ``e // L``); a token is sent once per
+destination rank and expanded there into one row per (token, expert) pair, grouped by local expert
+(group ``j``: sources in rank order, tokens ascending, ``k`` ascending).
+
+High-throughput mode, per dispatch (three launches on the current stream, no host sync):
+  ``moe_layout_kernel``   local scans: each pair's position among this rank's pairs of its expert,
+                          the tokens sent to each rank (in order), the counts row
+                          (``E`` pair counts, ``W`` token counts, 4 status words);
+  ``moe_counts_kernel``   one program: the counts row into every rank's matrix (call parity), flags,
+                          the verdict (every rank's status, every rank's received rows against the
+                          bound) and the plan (row bases, per-source counts);
+  ``moe_ht_dispatch_kernel``  ``2 * slices`` persistent programs: senders and receivers of column
+                          slices, chunk rounds through fixed rings with ready / credit counters that
+                          only grow (sequence numbers on the device).
+Combine is one launch (``moe_ht_combine_kernel``) over the same kind of rings, the home rank
+accumulating in fp32 (each slice its own columns) in a fixed order.
+
+Low-latency mode: one launch each way (``moe_ll_dispatch_kernel``, ``moe_ll_combine_kernel``), the
+call epoch kept on the device (CUDA-graph safe), areas double-buffered by call parity.
+
+The kernels compile for sm_90 in CI (``compile_cases``); ``MoeBuffer`` needs torch and the CUDA
+backend.
+"""
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+from triton_dist.language.extra import libshmem_device
+
+from ._common import SIG, SIG_ELEMS, KernelArgError, cdiv, pow2, wait_ge
+
+MODES = ("high_throughput", "low_latency")
+
+# counts row: E pair counts | W token counts | status (code, a, b, c)
+STATUS_OK, STATUS_BAD_EXPERT, STATUS_TOO_MANY_TOKENS, STATUS_RECV_OVERFLOW = 0, 1, 2, 3
+# plan (int64, local): header, then E row bases, W n_recv, W recv_base, W n_send, L expert counts
+PLAN_HDR = tl.constexpr(8)  # status code, PE, a, b, c, max chunks, rows received here, tokens received here
+
+
+def plan_len(E, W, L):
+    return 8 + E + 3 * W + L
+
+
+@triton.jit
+def _fence():
+    libshmem_device.fence()
+
+
+# ---------------------------------------------------------------------------------------------
+# layout (high throughput): grid E + W + 1
+
+@triton.jit
+def moe_layout_kernel(idx_ptr, pos_ptr, row_ptr, send_list_ptr, spos_ptr,
+                      T, T_real, E, L, K, W, max_tokens,
+                      BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Program e < E: pos[t, k] (rank of pair (t, k) among this rank's pairs of expert e, token
+    order then k) and row[e]; program E + p: the tokens sent to rank p (send_list[p, :]), their
+    positions spos[t, p] (-1: not sent) and row[E + p]; the last program: the status words (first
+    bad expert index, or T_real above max_tokens). T = min(T_real, max_tokens)."""
+    pid = tl.program_id(0)
+    offs_k = tl.arange(0, BLOCK_K)
+    if pid < E:
+        carry = 0
+        for t0 in range(0, T, BLOCK_T):
+            offs_t = t0 + tl.arange(0, BLOCK_T)
+            m2 = (offs_t < T)[:, None] & (offs_k < K)[None, :]
+            flat = offs_t[:, None].to(tl.int64) * K + offs_k[None, :]
+            idx = tl.load(idx_ptr + flat, mask=m2, other=-1)
+            hit = (idx == pid).to(tl.int32)
+            per_tok = tl.sum(hit, axis=1)
+            before = tl.cumsum(per_tok, axis=0) - per_tok
+            pos = carry + before[:, None] + tl.cumsum(hit, axis=1) - 1
+            tl.store(pos_ptr + flat, pos, mask=m2 & (hit > 0))
+            carry += tl.sum(per_tok, axis=0)
+        tl.store(row_ptr + pid, carry.to(tl.int64))
+    elif pid < E + W:
+        p = pid - E
+        carry = 0
+        for t0 in range(0, T, BLOCK_T):
+            offs_t = t0 + tl.arange(0, BLOCK_T)
+            tm = offs_t < T
+            m2 = tm[:, None] & (offs_k < K)[None, :]
+            idx = tl.load(idx_ptr + offs_t[:, None].to(tl.int64) * K + offs_k[None, :], mask=m2, other=-1)
+            to_p = ((idx >= 0) & (idx < E) & (idx // L == p)).to(tl.int32)
+            sent = tl.max(to_p, axis=1)
+            sp = carry + tl.cumsum(sent, axis=0) - 1
+            tl.store(spos_ptr + offs_t.to(tl.int64) * W + p, tl.where(sent > 0, sp, -1), mask=tm)
+            tl.store(send_list_ptr + p * max_tokens + sp, offs_t, mask=tm & (sent > 0))
+            carry += tl.sum(sent, axis=0)
+        tl.store(row_ptr + E + p, carry.to(tl.int64))
+    else:
+        big = 2147483647
+        first = big
+        for t0 in range(0, T, BLOCK_T):
+            offs_t = t0 + tl.arange(0, BLOCK_T)
+            m2 = (offs_t < T)[:, None] & (offs_k < K)[None, :]
+            flat = offs_t[:, None] * K + offs_k[None, :]
+            idx = tl.load(idx_ptr + flat.to(tl.int64), mask=m2, other=-1)
+            bad = m2 & ((idx < -1) | (idx >= E))
+            first = tl.minimum(first, tl.min(tl.min(tl.where(bad, flat, big), axis=1), axis=0))
+        code = tl.where(first < big, 1, 0).to(tl.int64)
+        code = tl.where(T_real > max_tokens, 2, code).to(tl.int64)
+        a = tl.where(code == 2, T_real, first // K).to(tl.int64)
+        b = tl.where(code == 2, max_tokens, first % K).to(tl.int64)
+        val = tl.load(idx_ptr + tl.where(code == 1, first, 0).to(tl.int64), mask=code == 1, other=0).to(tl.int64)
+        tl.store(row_ptr + E + W, code)
+        tl.store(row_ptr + E + W + 1, tl.where(code == 0, 0, a))
+        tl.store(row_ptr + E + W + 2, tl.where(code == 0, 0, b))
+        tl.store(row_ptr + E + W + 3, tl.where(code == 1, val, 0))
+
+
+# ---------------------------------------------------------------------------------------------
+# counts round + verdict + plan (high throughput): grid 1
+
+@triton.jit
+def moe_counts_kernel(row_ptr, cnt_ptr, flag_ptr, ctl_ptr, plan_ptr, counts_out_ptr,
+                      rank, world, E, L, R, max_recv, chunk,
+                      BLOCK_R: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_W: tl.constexpr):
+    """``cnt_ptr``: symmetric [2][W][R] int64 (R = E + W + 4); ``flag_ptr``: symmetric [2][W]
+    slots; ``ctl_ptr``: this buffer's call epoch (local). Parity reuse: a rank writes parity e % 2
+    again in call e + 2, after it saw every peer's call-(e + 1) flag, set after that peer read call
+    e's matrix."""
+    e = tl.load(ctl_ptr) + 1
+    par = e % 2
+    offs_r = tl.arange(0, BLOCK_R)
+    row = tl.load(row_ptr + offs_r, mask=offs_r < R, other=0)
+    mine = cnt_ptr + (par * world + rank) * R
+    for j in range(0, world):
+        p = (rank + 1 + j) % world
+        tl.store(dl.symm_at(mine, p) + offs_r, row, mask=offs_r < R)
+    _fence()
+    for j in range(0, world):
+        dl.notify(flag_ptr + (par * world + rank) * SIG, (rank + 1 + j) % world, e)
+    tok = rank * 0
+    for r in range(0, world):
+        tok += dl.wait(flag_ptr + (par * world + r) * SIG, 1, "sys", "acquire", waitValue=e)
+    base_m = dl.consume_token(cnt_ptr + par * world * R, tok)
+    offs_w = tl.arange(0, BLOCK_W)
+    wm = offs_w < world
+    # every rank's status: the first failing rank wins, the same verdict on every rank
+    st = tl.load(base_m + offs_w * R + E + world, mask=wm, other=0)
+    bad_pe = tl.min(tl.where(st != 0, offs_w, 1 << 30), axis=0)
+    code = tl.load(base_m + bad_pe * R + E + world, mask=bad_pe < world, other=0)
+    a = tl.load(base_m + bad_pe * R + E + world + 1, mask=bad_pe < world, other=0)
+    b = tl.load(base_m + bad_pe * R + E + world + 2, mask=bad_pe < world, other=0)
+    c = tl.load(base_m + bad_pe * R + E + world + 3, mask=bad_pe < world, other=0)
+    offs_e = tl.arange(0, BLOCK_E)
+    em = offs_e < E
+    colsum = tl.zeros([BLOCK_E], dtype=tl.int64)
+    before = tl.zeros([BLOCK_E], dtype=tl.int64)
+    for r in range(0, world):
+        v = tl.load(base_m + r * R + offs_e, mask=em, other=0)
+        colsum += v
+        before += tl.where(r < rank, v, 0)
+    excl = tl.cumsum(colsum, axis=0) - colsum
+    seg = tl.zeros([BLOCK_E], dtype=tl.int64)
+    over_pe = rank * 0 + (1 << 30)
+    over_rows = tl.zeros([1], dtype=tl.int64).sum(axis=0)
+    for p in range(0, world):
+        in_p = (offs_e // L) == p
+        start = tl.sum(tl.where(offs_e < p * L, colsum, 0), axis=0)
+        total = tl.sum(tl.where(in_p & em, colsum, 0), axis=0)
+        seg = tl.where(in_p, start, seg)
+        hit = (total > max_recv) & (over_pe == (1 << 30))
+        over_rows = tl.where(hit, total, over_rows)
+        over_pe = tl.where(hit, p, over_pe)
+    # a routing that overflows some rank's output is the verdict when every input was good
+    ovf = (code == 0) & (over_pe < world)
+    code = tl.where(ovf, 3, code)
+    bad_pe = tl.where(ovf, over_pe, bad_pe)
+    a = tl.where(ovf, over_rows, a)
+    b = tl.where(ovf, max_recv, b)
+    tl.store(plan_ptr + PLAN_HDR + offs_e, excl - seg + before, mask=em)
+    n_recv = tl.load(base_m + offs_w * R + E + rank, mask=wm, other=0)
+    n_send = tl.load(row_ptr + E + offs_w, mask=wm, other=0)
+    tl.store(plan_ptr + PLAN_HDR + E + offs_w, n_recv, mask=wm)
+    tl.store(plan_ptr + PLAN_HDR + E + world + offs_w, tl.cumsum(n_recv, axis=0) - n_recv, mask=wm)
+    tl.store(plan_ptr + PLAN_HDR + E + 2 * world + offs_w, n_send, mask=wm)
+    mine_e = (offs_e // L) == rank
+    tl.store(plan_ptr + PLAN_HDR + E + 3 * world + offs_e - rank * L, colsum, mask=mine_e & em)
+    tl.store(counts_out_ptr + offs_e - rank * L, colsum.to(tl.int32), mask=mine_e & em)
+    maxc = tl.max(tl.maximum((n_recv + chunk - 1) // chunk, (n_send + chunk - 1) // chunk), axis=0)
+    tl.store(plan_ptr + 0, code)
+    tl.store(plan_ptr + 1, tl.where(code == 0, 0, bad_pe).to(tl.int64))
+    tl.store(plan_ptr + 2, a)
+    tl.store(plan_ptr + 3, b)
+    tl.store(plan_ptr + 4, c)
+    tl.store(plan_ptr + 5, tl.where(code == 0, maxc, 0).to(tl.int64))
+    tl.store(plan_ptr + 6, tl.sum(tl.where(mine_e & em, colsum, 0), axis=0))
+    tl.store(plan_ptr + 7, tl.sum(n_recv, axis=0))
+    tl.store(ctl_ptr, e)
+
+
+# ---------------------------------------------------------------------------------------------
+# high-throughput data: grid 2 * S (programs [0, S) senders, [S, 2S) receivers)
+
+@triton.jit
+def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_ptr,
+                           ring_ptr, ring_rows_ptr, ring_w_ptr, ready_ptr, credit_ptr, seq_ptr,
+                           out_ptr, h_rows_ptr, h_w_ptr,
+                           rank, world, H, K, L, E, max_tokens, chunk, nbuf, S,
+                           BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Rings on every rank (symmetric): ``ring`` [W src][nbuf][chunk][H], ``ring_rows`` /
+    ``ring_w`` [W src][nbuf][chunk][K] (the pair's output row on this rank or -1, its weight);
+    ``ready`` [W src][S] and ``credit`` [W dst][S] slots; ``seq`` (local) [2][S][W] chunks ever sent
+    / received per peer and slice. Slice 0 carries the rows and weights, so its sender waits for
+    every slice's credit and the other slices' receivers also wait for slice 0's ready."""
+    pid = tl.program_id(0)
+    sender = pid < S
+    s = tl.where(sender, pid, pid - S)
+    cols = tl.cdiv(tl.cdiv(H, S), BLOCK_H) * BLOCK_H  # slices in whole column blocks (aligned tiles)
+    c0 = s * cols
+    c1 = tl.minimum(H, c0 + cols)
+    code = tl.load(plan_ptr)
+    maxc = tl.load(plan_ptr + 5)
+    offs_c = tl.arange(0, BLOCK_C)
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_k = tl.arange(0, BLOCK_K)
+    km = offs_k < K
+    if code == 0:
+        for c in range(0, maxc):
+            for i in range(0, world):
+                if sender:
+                    p = (rank + 1 + i) % world
+                    n = tl.load(plan_ptr + PLAN_HDR + E + 2 * world + p)
+                    if c * chunk < n:
+                        g = tl.load(seq_ptr + s * world + p) + c
+                        if g >= nbuf:
+                            if s == 0:
+                                for q in range(0, S):
+                                    wait_ge(credit_ptr + (p * S + q) * SIG, g + 1 - nbuf)
+                            else:
+                                wait_ge(credit_ptr + (p * S + s) * SIG, g + 1 - nbuf)
+                        slot = (rank * nbuf + g % nbuf) * chunk
+                        cnt = tl.minimum(chunk, n - c * chunk)
+                        cm = offs_c < cnt
+                        toks = tl.load(send_list_ptr + p * max_tokens + c * chunk + offs_c, mask=cm, other=0)
+                        dst = dl.symm_at(ring_ptr, p)
+                        for h0 in range(c0, c1, BLOCK_H):
+                            hm = (h0 + offs_h) < c1
+                            m2 = cm[:, None] & hm[None, :]
+                            v = tl.load(x_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2)
+                            tl.store(dst + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v, mask=m2)
+                        if s == 0:
+                            mk = cm[:, None] & km[None, :]
+                            flat = toks[:, None].to(tl.int64) * K + offs_k[None, :]
+                            ex = tl.load(idx_ptr + flat, mask=mk, other=-1)
+                            here = (ex >= 0) & (ex // L == p)
+                            base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
+                            ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
+                            rows = tl.where(here, base + ps, -1).to(tl.int32)
+                            wt = tl.load(w_ptr + flat, mask=mk, other=0.0)
+                            moff = (slot + offs_c[:, None]).to(tl.int64) * K + offs_k[None, :]
+                            tl.store(dl.symm_at(ring_rows_ptr, p) + moff, rows, mask=mk)
+                            tl.store(dl.symm_at(ring_w_ptr, p) + moff, wt, mask=mk)
+                        _fence()
+                        dl.notify(ready_ptr + (rank * S + s) * SIG, p, g + 1)
+                else:
+                    src = (rank + world - 1 - i) % world
+                    n = tl.load(plan_ptr + PLAN_HDR + E + src)
+                    if c * chunk < n:
+                        g = tl.load(seq_ptr + (S + s) * world + src) + c
+                        wait_ge(ready_ptr + (src * S + s) * SIG, g + 1)
+                        if s != 0:
+                            wait_ge(ready_ptr + (src * S) * SIG, g + 1)
+                        slot = (src * nbuf + g % nbuf) * chunk
+                        cnt = tl.minimum(chunk, n - c * chunk)
+                        cm = offs_c < cnt
+                        mk = cm[:, None] & km[None, :]
+                        moff = (slot + offs_c[:, None]).to(tl.int64) * K + offs_k[None, :]
+                        rows = tl.load(ring_rows_ptr + moff, mask=mk, other=-1)
+                        for h0 in range(c0, c1, BLOCK_H):
+                            hm = (h0 + offs_h) < c1
+                            m2 = cm[:, None] & hm[None, :]
+                            v = tl.load(ring_ptr + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
+                                        mask=m2)
+                            for k in range(0, K):
+                                rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
+                                tl.store(out_ptr + rk[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v,
+                                         mask=m2 & (rk >= 0)[:, None])
+                        if s == 0:
+                            tokn = tl.load(plan_ptr + PLAN_HDR + E + world + src) + c * chunk + offs_c
+                            hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
+                            tl.store(h_rows_ptr + hoff, rows, mask=mk)
+                            tl.store(h_w_ptr + hoff, tl.load(ring_w_ptr + moff, mask=mk, other=0.0), mask=mk)
+                        dl.notify(credit_ptr + (rank * S + s) * SIG, src, g + 1)
+        # this slice's sequence numbers (each slice keeps its own: no race between slices)
+        for p in range(0, world):
+            if sender:
+                n = tl.load(plan_ptr + PLAN_HDR + E + 2 * world + p)
+                tl.store(seq_ptr + s * world + p, tl.load(seq_ptr + s * world + p) + (n + chunk - 1) // chunk)
+            else:
+                n = tl.load(plan_ptr + PLAN_HDR + E + p)
+                tl.store(seq_ptr + (S + s) * world + p, tl.load(seq_ptr + (S + s) * world + p) + (n + chunk - 1) // chunk)
+
+
+@triton.jit
+def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
+                          ring_ptr, ready_ptr, credit_ptr, seq_ptr, acc_ptr, out_ptr,
+                          rank, world, H, K, E, T, max_tokens, chunk, nbuf, S,
+                          BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Expert side (programs [0, S)): per home rank r, chunk by chunk, the weighted sum of each
+    received token's pairs here (k ascending, fp32) rounded to y's dtype into r's ring. Home
+    (programs [S, 2S)): acc[t] += the row (fp32, ``acc`` zeroed by the caller), in the fixed round
+    order; at the end out = acc rounded once. ``plan_ptr`` is the dispatch's plan."""
+    pid = tl.program_id(0)
+    sender = pid < S
+    s = tl.where(sender, pid, pid - S)
+    cols = tl.cdiv(tl.cdiv(H, S), BLOCK_H) * BLOCK_H  # slices in whole column blocks (aligned tiles)
+    c0 = s * cols
+    c1 = tl.minimum(H, c0 + cols)
+    offs_c = tl.arange(0, BLOCK_C)
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_k = tl.arange(0, BLOCK_K)
+    km = offs_k < K
+    maxc = tl.load(plan_ptr + 5)
+    for c in range(0, maxc):
+        for i in range(0, world):
+            if sender:
+                home = (rank + 1 + i) % world
+                n = tl.load(plan_ptr + PLAN_HDR + E + home)
+                if c * chunk < n:
+                    g = tl.load(seq_ptr + s * world + home) + c
+                    if g >= nbuf:
+                        wait_ge(credit_ptr + (home * S + s) * SIG, g + 1 - nbuf)
+                    slot = (rank * nbuf + g % nbuf) * chunk
+                    cnt = tl.minimum(chunk, n - c * chunk)
+                    cm = offs_c < cnt
+                    tokn = tl.load(plan_ptr + PLAN_HDR + E + world + home) + c * chunk + offs_c
+                    hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
+                    rows = tl.load(h_rows_ptr + hoff, mask=cm[:, None] & km[None, :], other=-1)
+                    wts = tl.load(h_w_ptr + hoff, mask=cm[:, None] & km[None, :], other=0.0)
+                    dst = dl.symm_at(ring_ptr, home)
+                    for h0 in range(c0, c1, BLOCK_H):
+                        hm = (h0 + offs_h) < c1
+                        acc = tl.zeros([BLOCK_C, BLOCK_H], dtype=tl.float32)
+                        for k in range(0, K):
+                            rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
+                            wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
+                            m2 = (cm & (rk >= 0))[:, None] & hm[None, :]
+                            yv = tl.load(y_ptr + rk[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+                            acc += wk[:, None] * yv.to(tl.float32)
+                        tl.store(dst + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
+                                 acc.to(ring_ptr.dtype.element_ty), mask=cm[:, None] & hm[None, :])
+                    _fence()
+                    dl.notify(ready_ptr + (rank * S + s) * SIG, home, g + 1)
+            else:
+                src = (rank + world - 1 - i) % world
+                n = tl.load(plan_ptr + PLAN_HDR + E + 2 * world + src)
+                if c * chunk < n:
+                    g = tl.load(seq_ptr + (S + s) * world + src) + c
+                    wait_ge(ready_ptr + (src * S + s) * SIG, g + 1)
+                    slot = (src * nbuf + g % nbuf) * chunk
+                    cnt = tl.minimum(chunk, n - c * chunk)
+                    cm = offs_c < cnt
+                    toks = tl.load(send_list_ptr + src * max_tokens + c * chunk + offs_c, mask=cm, other=0)
+                    for h0 in range(c0, c1, BLOCK_H):
+                        hm = (h0 + offs_h) < c1
+                        m2 = cm[:, None] & hm[None, :]
+                        v = tl.load(ring_ptr + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], mask=m2)
+                        ap = acc_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :]
+                        tl.store(ap, tl.load(ap, mask=m2) + v.to(tl.float32), mask=m2)
+                    dl.notify(credit_ptr + (rank * S + s) * SIG, src, g + 1)
+    for p in range(0, world):
+        if sender:
+            n = tl.load(plan_ptr + PLAN_HDR + E + p)
+            tl.store(seq_ptr + s * world + p, tl.load(seq_ptr + s * world + p) + (n + chunk - 1) // chunk)
+        else:
+            n = tl.load(plan_ptr + PLAN_HDR + E + 2 * world + p)
+            tl.store(seq_ptr + (S + s) * world + p, tl.load(seq_ptr + (S + s) * world + p) + (n + chunk - 1) // chunk)
+    if not sender:
+        for t0 in range(0, T, BLOCK_C):
+            tm = (t0 + offs_c) < T
+            for h0 in range(c0, c1, BLOCK_H):
+                m2 = tm[:, None] & ((h0 + offs_h) < c1)[None, :]
+                off = (t0 + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :]
+                tl.store(out_ptr + off, tl.load(acc_ptr + off, mask=m2).to(out_ptr.dtype.element_ty), mask=m2)
+
+
+# ---------------------------------------------------------------------------------------------
+# low latency: one launch each way, epoch on the device
+
+@triton.jit
+def _epoch_leave(ctl_ptr, e):
+    """The last program of the launch records epoch e (slot 1 counts programs out, only grows)."""
+    old = tl.atomic_add(ctl_ptr + SIG, 1, sem="acq_rel", scope="gpu")
+    if old == e * tl.num_programs(0) - 1:
+        tl.store(ctl_ptr, e)
+
+
+@triton.jit
+def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
+                           area_ptr, meta_j_ptr, meta_pos_ptr, meta_w_ptr, hdr_ptr, flag_ptr, ctl_ptr,
+                           out_ptr, counts_ptr, spos_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, status_ptr,
+                           rank, world, H, K, L, E, max_tokens, HDR,
+                           BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Programs [0, W): the sender to rank p = pid: its tokens (BLOCK_T >= max_tokens at once),
+    their local expert ids, positions and weights into p's area [parity][rank], the header (token
+    count, status), flag = epoch. Then every program: wait for the W flags, check every status, and
+    expand pairs (source r, local expert j) = pid, pid + grid, ... into the (L, W * max_tokens, H)
+    output (group j: sources in order, each source's pairs in its order)."""
+    pid = tl.program_id(0)
+    e = tl.load(ctl_ptr) + 1
+    par = e % 2
+    offs_t = tl.arange(0, BLOCK_T)
+    offs_k = tl.arange(0, BLOCK_K)
+    offs_h = tl.arange(0, BLOCK_H)
+    tm = offs_t < T
+    km = offs_k < K
+    m2 = tm[:, None] & km[None, :]
+    flat = offs_t[:, None].to(tl.int64) * K + offs_k[None, :]
+    G = world * max_tokens
+    if pid < world:
+        p = (rank + 1 + pid) % world
+        idx = tl.load(idx_ptr + flat, mask=m2, other=-1)
+        bad = m2 & ((idx < -1) | (idx >= E))
+        fbad = tl.min(tl.min(tl.where(bad, offs_t[:, None] * K + offs_k[None, :], 1 << 30), axis=1), axis=0)
+        code = tl.where(fbad < (1 << 30), 1, 0)
+        code = tl.where(T_real > max_tokens, 2, code)
+        here = (idx >= 0) & (idx < E) & (idx // L == p) & m2
+        sent = tl.max(here.to(tl.int32), axis=1)
+        sent = tl.where(code == 0, sent, 0)
+        sp = tl.cumsum(sent, axis=0) - 1
+        n = tl.sum(sent, axis=0)
+        tl.store(spos_ptr + offs_t * world + p, tl.where(sent > 0, sp, -1), mask=tm)
+        # pair positions among this rank's pairs of each expert of p: one scan per local expert
+        pos = tl.zeros([BLOCK_T, BLOCK_K], dtype=tl.int32)
+        for j in range(0, L):
+            hit = (here & (idx == p * L + j)).to(tl.int32)
+            per_tok = tl.sum(hit, axis=1)
+            before = tl.cumsum(per_tok, axis=0) - per_tok
+            pos = tl.where(hit > 0, before[:, None] + tl.cumsum(hit, axis=1) - 1, pos)
+        slotbase = (par * world + rank) * max_tokens
+        sm = sent > 0
+        mo = (slotbase + sp[:, None]).to(tl.int64) * K + offs_k[None, :]
+        mk = sm[:, None] & km[None, :]
+        tl.store(dl.symm_at(meta_j_ptr, p) + mo, tl.where(here, idx - p * L, -1).to(tl.int32), mask=mk)
+        tl.store(dl.symm_at(meta_pos_ptr, p) + mo, pos, mask=mk)
+        tl.store(dl.symm_at(meta_w_ptr, p) + mo, tl.load(w_ptr + flat, mask=m2, other=0.0), mask=mk)
+        dst = dl.symm_at(area_ptr, p)
+        for h0 in range(0, H, BLOCK_H):
+            hm = (h0 + offs_h) < H
+            v = tl.load(x_ptr + offs_t[:, None].to(tl.int64) * H + h0 + offs_h[None, :],
+                        mask=sm[:, None] & hm[None, :])
+            tl.store(dst + (slotbase + sp[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v,
+                     mask=sm[:, None] & hm[None, :])
+        hdr = dl.symm_at(hdr_ptr + (par * world + rank) * HDR, p)
+        tl.store(hdr, n.to(tl.int64))
+        tl.store(hdr + 1, code.to(tl.int64))
+        tl.store(hdr + 2, tl.where(code == 2, T_real, fbad // K).to(tl.int64))
+        tl.store(hdr + 3, tl.where(code == 2, max_tokens, fbad % K).to(tl.int64))
+        tl.store(hdr + 4, tl.load(idx_ptr + tl.where(code == 1, fbad, 0).to(tl.int64), mask=code == 1, other=0).to(tl.int64))
+        _fence()
+        dl.notify(flag_ptr + (par * world + rank) * SIG, p, e)
+    tok = dl.wait(flag_ptr + par * world * SIG, world, "sys", "acquire", waitValue=e)
+    hdrs = dl.consume_token(hdr_ptr + par * world * HDR, tok)
+    offs_w = tl.arange(0, BLOCK_T)
+    st = tl.load(hdrs + offs_w * HDR + 1, mask=offs_w < world, other=0)
+    bad_pe = tl.min(tl.where(st != 0, offs_w, 1 << 30), axis=0)
+    if bad_pe < world:
+        if pid == 0:
+            tl.store(status_ptr, tl.load(hdrs + bad_pe * HDR + 1))
+            tl.store(status_ptr + 1, bad_pe.to(tl.int64))
+            tl.store(status_ptr + 2, tl.load(hdrs + bad_pe * HDR + 2))
+            tl.store(status_ptr + 3, tl.load(hdrs + bad_pe * HDR + 3))
+            tl.store(status_ptr + 4, tl.load(hdrs + bad_pe * HDR + 4))
+    else:
+        if pid == 0:
+            tl.store(status_ptr, bad_pe.to(tl.int64) * 0)
+        for q in range(pid, world * L, tl.num_programs(0)):
+            r = q // L
+            j = q % L
+            off = 0
+            for r2 in range(0, r):
+                n2 = tl.load(hdrs + r2 * HDR)
+                mb = ((par * world + r2) * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
+                mj = tl.load(meta_j_ptr + mb, mask=(offs_t < n2)[:, None] & km[None, :], other=-1)
+                off += tl.sum(tl.sum((mj == j).to(tl.int32), axis=1), axis=0)
+            n = tl.load(hdrs + r * HDR)
+            rm = offs_t < n
+            mb = ((par * world + r) * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
+            mj = tl.load(meta_j_ptr + mb, mask=rm[:, None] & km[None, :], other=-1)
+            mp = tl.load(meta_pos_ptr + mb, mask=rm[:, None] & km[None, :], other=0)
+            hit = mj == j
+            rows = tl.where(hit, j * G + off + mp, -1)
+            hoff = (r * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
+            # each (token, k) entry of the handle is written once: by its expert's program, or by
+            # the j == 0 program when the pair is not on this rank
+            tl.store(h_rows_ptr + hoff, rows, mask=rm[:, None] & km[None, :] & (hit | ((mj < 0) & (j == 0))))
+            if j == 0:
+                tl.store(h_w_ptr + hoff, tl.load(meta_w_ptr + mb, mask=rm[:, None] & km[None, :], other=0.0),
+                         mask=rm[:, None] & km[None, :])
+                tl.store(n_recv_ptr + r, n.to(tl.int32))
+            cnt = tl.sum(tl.sum(hit.to(tl.int32), axis=1), axis=0)
+            if r == world - 1:
+                tl.store(counts_ptr + j, (off + cnt).to(tl.int32))
+            for kk in range(0, K):
+                rk = tl.sum(tl.where(offs_k[None, :] == kk, rows, 0), axis=1)
+                for h0 in range(0, H, BLOCK_H):
+                    hm = (h0 + offs_h) < H
+                    mm = (rm & (rk >= 0))[:, None] & hm[None, :]
+                    v = tl.load(area_ptr + ((par * world + r) * max_tokens + offs_t[:, None]).to(tl.int64) * H + h0 +
+                                offs_h[None, :], mask=mm)
+                    tl.store(out_ptr + rk[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v, mask=mm)
+    _epoch_leave(ctl_ptr, e)
+
+
+@triton.jit
+def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
+                          area_ptr, flag_ptr, ctl_ptr, out_ptr,
+                          rank, world, H, K, max_tokens, S,
+                          BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Programs (home r, column slice s) = (pid // S, pid % S) for pid < W * S: the weighted sums of
+    the tokens received from r (k ascending, fp32, rounded to y's dtype) into r's area
+    [parity][rank]; flag (parity, rank, s) = epoch at r. Then every program: wait for the W * S
+    flags, and sum, for its token blocks and columns, the rows of the ranks in rank order (fp32,
+    one rounding). Token t's row from rank p is at spos[t, p] (-1: t was not sent there)."""
+    pid = tl.program_id(0)
+    e = tl.load(ctl_ptr) + 1
+    par = e % 2
+    offs_t = tl.arange(0, BLOCK_T)
+    offs_k = tl.arange(0, BLOCK_K)
+    offs_h = tl.arange(0, BLOCK_H)
+    km = offs_k < K
+    cols = tl.cdiv(tl.cdiv(H, S), BLOCK_H) * BLOCK_H  # slices in whole column blocks (aligned tiles)
+    if pid < world * S:
+        home = (rank + 1 + pid // S) % world
+        s = pid % S
+        n = tl.load(n_recv_ptr + home)
+        rm = offs_t < n
+        hoff = (home * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
+        rows = tl.load(h_rows_ptr + hoff, mask=rm[:, None] & km[None, :], other=-1)
+        wts = tl.load(h_w_ptr + hoff, mask=rm[:, None] & km[None, :], other=0.0)
+        dst = dl.symm_at(area_ptr, home)
+        for h0 in range(s * cols, tl.minimum(H, s * cols + cols), BLOCK_H):
+            hm = (h0 + offs_h) < tl.minimum(H, s * cols + cols)
+            acc = tl.zeros([BLOCK_T, BLOCK_H], dtype=tl.float32)
+            for k in range(0, K):
+                rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
+                wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
+                m2 = (rm & (rk >= 0))[:, None] & hm[None, :]
+                yv = tl.load(y_ptr + rk[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+                acc += wk[:, None] * yv.to(tl.float32)
+            tl.store(dst + ((par * world + rank) * max_tokens + offs_t[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
+                     acc.to(area_ptr.dtype.element_ty), mask=rm[:, None] & hm[None, :])
+        _fence()
+        dl.notify(flag_ptr + ((par * world + rank) * S + s) * SIG, home, e)
+    tok = dl.wait(flag_ptr + par * world * S * SIG, world * S, "sys", "acquire", waitValue=e)
+    area = dl.consume_token(area_ptr + par * world * max_tokens * H, tok)
+    nblk = tl.cdiv(H, BLOCK_H)
+    for q in range(pid, tl.cdiv(T, BLOCK_T) * nblk, tl.num_programs(0)):
+        t0 = (q // nblk) * BLOCK_T
+        h0 = (q % nblk) * BLOCK_H
+        tm = (t0 + offs_t) < T
+        hm = (h0 + offs_h) < H
+        acc = tl.zeros([BLOCK_T, BLOCK_H], dtype=tl.float32)
+        for p in range(0, world):
+            sp = tl.load(spos_ptr + (t0 + offs_t) * world + p, mask=tm, other=-1)
+            m2 = (tm & (sp >= 0))[:, None] & hm[None, :]
+            v = tl.load(area + (p * max_tokens + sp[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+            acc += v.to(tl.float32)
+        tl.store(out_ptr + (t0 + offs_t[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
+                 acc.to(out_ptr.dtype.element_ty), mask=tm[:, None] & hm[None, :])
+    _epoch_leave(ctl_ptr, e)
+
+
+def compile_cases(dtype="fp16"):
+    """(name, jit function, signature, constexprs) of every MoE kernel, for ahead-of-time compiles."""
+    p = f"*{dtype}"
+    i = "i32"
+    layout = ({"idx_ptr": "*i64", "pos_ptr": "*i32", "row_ptr": "*i64", "send_list_ptr": "*i32", "spos_ptr": "*i32",
+               "T": i, "T_real": i, "E": i, "L": i, "K": i, "W": i, "max_tokens": i},
+              {"BLOCK_T": 128, "BLOCK_K": 8})
+    counts = ({"row_ptr": "*i64", "cnt_ptr": "*i64", "flag_ptr": "*i64", "ctl_ptr": "*i64", "plan_ptr": "*i64",
+               "counts_out_ptr": "*i32", "rank": i, "world": i, "E": i, "L": i, "R": i, "max_recv": i, "chunk": i},
+              {"BLOCK_R": 512, "BLOCK_E": 256, "BLOCK_W": 8})
+    ht = ({"x_ptr": p, "idx_ptr": "*i64", "w_ptr": "*fp32", "pos_ptr": "*i32", "send_list_ptr": "*i32",
+           "plan_ptr": "*i64", "ring_ptr": p, "ring_rows_ptr": "*i32", "ring_w_ptr": "*fp32", "ready_ptr": "*i64",
+           "credit_ptr": "*i64", "seq_ptr": "*i64", "out_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
+           "rank": i, "world": i, "H": i, "K": i, "L": i, "E": i, "max_tokens": i, "chunk": i, "nbuf": i, "S": i},
+          {"BLOCK_C": 32, "BLOCK_H": 256, "BLOCK_K": 8})
+    htc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "plan_ptr": "*i64", "send_list_ptr": "*i32",
+            "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64", "acc_ptr": "*fp32",
+            "out_ptr": p, "rank": i, "world": i, "H": i, "K": i, "E": i, "T": i, "max_tokens": i, "chunk": i,
+            "nbuf": i, "S": i},
+           {"BLOCK_C": 32, "BLOCK_H": 256, "BLOCK_K": 8})
+    lld = ({"x_ptr": p, "idx_ptr": "*i64", "w_ptr": "*fp32", "T": i, "T_real": i, "area_ptr": p, "meta_j_ptr": "*i32",
+            "meta_pos_ptr": "*i32", "meta_w_ptr": "*fp32", "hdr_ptr": "*i64", "flag_ptr": "*i64", "ctl_ptr": "*i64",
+            "out_ptr": p, "counts_ptr": "*i32", "spos_ptr": "*i32", "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
+            "n_recv_ptr": "*i32", "status_ptr": "*i64", "rank": i, "world": i, "H": i, "K": i, "L": i, "E": i,
+            "max_tokens": i, "HDR": i},
+           {"BLOCK_T": 128, "BLOCK_H": 128, "BLOCK_K": 8})
+    llc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "n_recv_ptr": "*i32", "spos_ptr": "*i32", "T": i,
+            "area_ptr": p, "flag_ptr": "*i64", "ctl_ptr": "*i64", "out_ptr": p, "rank": i, "world": i, "H": i,
+            "K": i, "max_tokens": i, "S": i},
+           {"BLOCK_T": 128, "BLOCK_H": 64, "BLOCK_K": 8})
+    return [("moe_layout", moe_layout_kernel, *layout),
+            ("moe_counts", moe_counts_kernel, *counts),
+            ("moe_ht_dispatch", moe_ht_dispatch_kernel, *ht),
+            ("moe_ht_combine", moe_ht_combine_kernel, *htc),
+            ("moe_ll_dispatch", moe_ll_dispatch_kernel, *lld),
+            ("moe_ll_combine", moe_ll_combine_kernel, *llc)]
+
+
+# ---------------------------------------------------------------------------------------------
+# torch-facing buffer (CUDA backend)
+
+def _err_text(code, pe, a, b, c, E):
+    if code == STATUS_BAD_EXPERT:
+        return f"PE {pe}: topk_idx[{a}, {b}] = {c} is outside [-1, {E})"
+    if code == STATUS_TOO_MANY_TOKENS:
+        return f"PE {pe}: {a} tokens exceed the buffer bound max_tokens = {b}"
+    if code == STATUS_RECV_OVERFLOW:
+        return f"PE {pe} would receive {a} rows, above the buffer bound max_recv_rows = {b}"
+    return f"PE {pe}: status {code}"
+
+
+class MoeHandle:
+    """What combine (and the backward passes) need from one dispatch; device tensors only, so a
+    dispatch / combine pair can be captured in a CUDA graph. ``status`` (int64, 5 words: code, PE,
+    a, b, c; code 0 = good) says whether the dispatch moved data; ``check()`` raises on it (a host
+    synchronisation)."""
+
+    def __init__(self, buf, T, topk_idx, topk_weights, status, **tensors):
+        self.buf, self.num_tokens, self.topk_idx, self.topk_weights, self.status = buf, T, topk_idx, topk_weights, status
+        for k, v in tensors.items():
+            setattr(self, k, v)
+
+    def check(self):
+        from tdist.errors import InvalidValue
+        code, pe, a, b, c = (int(v) for v in self.status[:5].tolist())
+        if code != STATUS_OK:
+            raise InvalidValue(f"moe_dispatch: {_err_text(code, pe, a, b, c, self.buf.num_experts)}; no data moved")
+
+    def row_weights(self):
+        """(recv_rows,) float32: the routing weight of each row of the dispatch output (0 past the
+        groups), on the device (combine's backward scales the rows of its gradient by it)."""
+        torch = self.buf.torch
+        rw = torch.zeros(self.buf.recv_rows, dtype=torch.float32, device=self.h_w.device)
+        rows = self.h_rows.reshape(-1).long()
+        ok = rows >= 0
+        rw.index_put_((torch.where(ok, rows, 0),), torch.where(ok, self.h_w.reshape(-1), 0.0), accumulate=True)
+        return rw
+
+
+class MoeBuffer:
+    """Symmetric areas and device state of one MoE configuration (collective to make: every rank
+    with the same arguments). See docs/MOE.md for the layouts and the protocols.
+
+    ``dispatch(x, topk_idx, topk_weights)`` -> ``(recv_x, counts, handle)``; ``combine(y, handle)``
+    -> ``out``. high_throughput: ``recv_x`` is ``(max_recv_rows, H)`` with the groups packed from
+    row 0; low_latency: ``(L, W * max_tokens, H)``, group j's rows ``[0, counts[j])`` of slice j.
+    """
+
+    def __init__(self, num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", max_recv_rows=None,
+                 chunk_tokens=None, buffer_num=2, slices=None, key=None):
+        from ._resources import RESOURCES
+        torch, ash, tdist = RESOURCES.runtime()
+        self.torch, self.ash = torch, ash
+        W, me = tdist.n_pes(), tdist.my_pe()
+        what = "moe"
+        if mode not in MODES:
+            raise KernelArgError(f"{what}: mode must be one of {MODES}, got {mode!r}")
+        if num_experts < 1 or num_experts % W:
+            raise KernelArgError(f"{what}: num_experts ({num_experts}) must be a positive multiple of the rank count "
+                                 f"({W})")
+        if not 1 <= topk <= num_experts:
+            raise KernelArgError(f"{what}: topk ({topk}) must be in [1, num_experts = {num_experts}]")
+        if hidden < 1 or max_tokens < 1:
+            raise KernelArgError(f"{what}: hidden ({hidden}) and max_tokens ({max_tokens}) must be >= 1")
+        if dtype not in (torch.bfloat16, torch.float16, torch.float32):
+            raise KernelArgError(f"{what}: dtype must be bfloat16, float16 or float32, got {dtype}")
+        L = num_experts // W
+        es = torch.empty((), dtype=dtype).element_size()
+        self.mode, self.num_experts, self.hidden, self.topk, self.max_tokens = mode, num_experts, hidden, topk, max_tokens
+        self.dtype, self.W, self.me, self.L = dtype, W, me, L
+        self.block_k = pow2(topk)
+        if mode == "high_throughput":
+            self.max_recv_rows = max_recv_rows or max_tokens * W * min(topk, L)
+            self.chunk = chunk_tokens or max(1, min(64, (128 << 10) // (hidden * es)))
+            self.nbuf = buffer_num
+            self.S = slices or max(1, min(16, cdiv(hidden, 512)))
+            if self.nbuf < 2 or self.chunk < 1 or self.S < 1:
+                raise KernelArgError(f"{what}: buffer_num >= 2, chunk_tokens >= 1 and slices >= 1 are required")
+            self.recv_rows = self.max_recv_rows
+            R = num_experts + W + 4
+            self.R = R
+            n_ring = W * self.nbuf * self.chunk
+            specs = [([2 * W * R], torch.int64), ([2 * W * SIG_ELEMS], torch.int64),
+                     ([n_ring * hidden], dtype), ([n_ring * topk], torch.int32), ([n_ring * topk], torch.float32),
+                     ([W * self.S * SIG_ELEMS], torch.int64), ([W * self.S * SIG_ELEMS], torch.int64),
+                     ([n_ring * hidden], dtype),
+                     ([W * self.S * SIG_ELEMS], torch.int64), ([W * self.S * SIG_ELEMS], torch.int64)]
+        else:
+            if max_tokens > 1024:
+                raise KernelArgError(f"{what}: low_latency holds all tokens of a rank in one tile: max_tokens "
+                                     f"({max_tokens}) must be <= 1024 (use high_throughput above that)")
+            self.S = slices or max(1, min(8, cdiv(hidden, 1024)))
+            self.recv_rows = L * W * max_tokens
+            self.HDR = 8
+            n_area = 2 * W * max_tokens
+            specs = [([n_area * hidden], dtype), ([n_area * topk], torch.int32), ([n_area * topk], torch.int32),
+                     ([n_area * topk], torch.float32), ([2 * W * self.HDR], torch.int64),
+                     ([2 * W * SIG_ELEMS], torch.int64), ([n_area * hidden], dtype),
+                     ([2 * W * self.S * SIG_ELEMS], torch.int64)]
+        key = ("moe", mode, num_experts, hidden, topk, max_tokens, str(dtype), self.recv_rows,
+               getattr(self, "chunk", 0), getattr(self, "nbuf", 0), self.S, key)
+        if key not in RESOURCES._symmetric and torch.cuda.is_current_stream_capturing():
+            raise KernelArgError(f"{what}: its buffers are created at the first call with this configuration, which "
+                                 "cannot happen inside CUDA-graph capture: call it once eagerly first")
+        fresh = key not in RESOURCES._symmetric
+        self.sym = RESOURCES.symmetric(key, *specs)
+        dev = self.sym[0].device
+        self.ctl = RESOURCES.local(key + ("ctl",), lambda: torch.zeros(4 * SIG_ELEMS, dtype=torch.int64, device=dev))
+        self.seq = RESOURCES.local(key + ("seq",), lambda: torch.zeros(4 * self.S * W, dtype=torch.int64, device=dev))
+        if fresh:
+            # every counter and flag starts at 0 on every rank before any peer can signal into it
+            for t in self.sym:
+                t.zero_()
+            torch.cuda.synchronize()
+            ash.barrier_all()
+
+    # ---- high throughput ----
+
+    def _ht_dispatch(self, x, idx, w, T_real, T):
+        torch = self.torch
+        W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.hidden, x.device
+        cnt, flag, ring, ring_rows, ring_w, ready, credit = self.sym[:7]
+        pos = torch.empty((max(T, 1), K), dtype=torch.int32, device=dev)
+        row = torch.empty(self.R, dtype=torch.int64, device=dev)
+        send_list = torch.empty((W, self.max_tokens), dtype=torch.int32, device=dev)
+        spos = torch.empty((max(T, 1), W), dtype=torch.int32, device=dev)
+        plan = torch.empty(plan_len(E, W, L), dtype=torch.int64, device=dev)
+        counts = torch.empty(L, dtype=torch.int32, device=dev)
+        recv_x = torch.empty((self.recv_rows, H), dtype=self.dtype, device=dev)
+        h_rows = torch.empty((W * self.max_tokens, K), dtype=torch.int32, device=dev)
+        h_w = torch.empty((W * self.max_tokens, K), dtype=torch.float32, device=dev)
+        bt = min(128, pow2(max(T, 1)))
+        moe_layout_kernel[(E + W + 1,)](idx, pos, row, send_list, spos, T, T_real, E, L, K, W, self.max_tokens,
+                                        BLOCK_T=bt, BLOCK_K=self.block_k)
+        moe_counts_kernel[(1,)](row, cnt, flag, self.ctl, plan, counts, self.me, W, E, L, self.R, self.max_recv_rows,
+                                self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E), BLOCK_W=pow2(W))
+        moe_ht_dispatch_kernel[(2 * self.S,)](
+            x, idx, w, pos, send_list, plan, ring, ring_rows, ring_w, ready, credit, self.seq, recv_x, h_rows, h_w,
+            self.me, W, H, K, L, E, self.max_tokens, self.chunk, self.nbuf, self.S,
+            BLOCK_C=pow2(self.chunk), BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k)
+        h = MoeHandle(self, T, idx, w, plan, plan=plan, send_list=send_list, spos=spos, h_rows=h_rows, h_w=h_w)
+        return recv_x, counts, h
+
+    def _ht_combine(self, y, h, h_w):
+        torch = self.torch
+        cring, cready, ccredit = self.sym[7:10]
+        T, H = h.num_tokens, self.hidden
+        acc = torch.zeros((max(T, 1), H), dtype=torch.float32, device=y.device)
+        out = torch.empty((T, H), dtype=self.dtype, device=y.device)
+        moe_ht_combine_kernel[(2 * self.S,)](
+            y, h.h_rows, h_w, h.plan, h.send_list, cring, cready, ccredit, self.seq[2 * self.S * self.W:], acc, out,
+            self.me, self.W, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk, self.nbuf, self.S,
+            BLOCK_C=pow2(self.chunk), BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k)
+        return out
+
+    # ---- low latency ----
+
+    def _ll_dispatch(self, x, idx, w, T_real, T):
+        torch = self.torch
+        W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.hidden, x.device
+        area, meta_j, meta_pos, meta_w, hdr, flag = self.sym[:6]
+        recv_x = torch.empty((L, W * self.max_tokens, H), dtype=self.dtype, device=dev)
+        counts = torch.empty(L, dtype=torch.int32, device=dev)
+        spos = torch.empty((max(T, 1), W), dtype=torch.int32, device=dev)
+        h_rows = torch.empty((W * self.max_tokens, K), dtype=torch.int32, device=dev)
+        h_w = torch.empty((W * self.max_tokens, K), dtype=torch.float32, device=dev)
+        n_recv = torch.empty(W, dtype=torch.int32, device=dev)
+        status = torch.zeros(8, dtype=torch.int64, device=dev)
+        grid = max(W, min(W * L, 4 * W))
+        moe_ll_dispatch_kernel[(grid,)](
+            x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
+            h_rows, h_w, n_recv, status, self.me, W, H, K, L, E, self.max_tokens, self.HDR,
+            BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_H=min(128, pow2(H)), BLOCK_K=self.block_k)
+        h = MoeHandle(self, T, idx, w, status, spos=spos, h_rows=h_rows, h_w=h_w, n_recv=n_recv)
+        return recv_x, counts, h
+
+    def _ll_combine(self, y, h, h_w):
+        torch = self.torch
+        area, flag = self.sym[6], self.sym[7]
+        T, H = h.num_tokens, self.hidden
+        out = torch.empty((T, H), dtype=self.dtype, device=y.device)
+        grid = self.W * self.S
+        moe_ll_combine_kernel[(grid,)](
+            y, h.h_rows, h_w, h.n_recv, h.spos, T, area, flag, self.ctl[2 * SIG_ELEMS:], out,
+            self.me, self.W, H, self.topk, self.max_tokens, self.S,
+            BLOCK_T=pow2(max(self.max_tokens, 1)), BLOCK_H=min(64, pow2(H)), BLOCK_K=self.block_k)
+        return out
+
+    # ---- API ----
+
+    def dispatch(self, x, topk_idx, topk_weights, check=True):
+        """Collective. ``x`` (T, H) of the buffer's dtype, ``topk_idx`` (T, K) int64 (-1: empty slot),
+        ``topk_weights`` (T, K) float32; T <= max_tokens on every rank (a larger T fails on every rank).
+        ``check``: raise ``InvalidValue`` on a bad input of any rank (one host synchronisation); with
+        ``check=False`` nothing synchronises and ``handle.status`` carries the verdict."""
+        torch = self.torch
+        what = "moe_dispatch"
+        if x.dim() != 2 or x.shape[1] != self.hidden or x.dtype != self.dtype or not x.is_cuda:
+            raise KernelArgError(f"{what}: x must be a CUDA (T, {self.hidden}) {self.dtype} tensor, got "
+                                 f"{tuple(x.shape)} {x.dtype}")
+        T_real = x.shape[0]
+        if tuple(topk_idx.shape) != (T_real, self.topk) or tuple(topk_weights.shape) != (T_real, self.topk):
+            raise KernelArgError(f"{what}: topk_idx and topk_weights must be ({T_real}, {self.topk}), got "
+                                 f"{tuple(topk_idx.shape)} and {tuple(topk_weights.shape)}")
+        x = x.contiguous()
+        idx = topk_idx.to(torch.int64).contiguous()
+        w = topk_weights.to(torch.float32).contiguous()
+        T = min(T_real, self.max_tokens)  # a larger T is refused on every rank through the status words
+        if self.mode == "high_throughput":
+            recv_x, counts, h = self._ht_dispatch(x, idx, w, T_real, T)
+        else:
+            recv_x, counts, h = self._ll_dispatch(x, idx, w, T_real, T)
+        if check:
+            h.check()
+        return recv_x, counts, h
+
+    def combine(self, y, handle, unit_weights=False):
+        """Collective. ``y`` in the layout of the dispatch output of ``handle``; returns (T, H):
+        ``out[t] = sum_k w[t, k] * y[row(t, k)]`` (``unit_weights``: every w = 1, dispatch's backward)."""
+        what = "moe_combine"
+        if handle.buf is not self and (handle.buf.mode, handle.buf.num_experts) != (self.mode, self.num_experts):
+            raise KernelArgError(f"{what}: the handle comes from another buffer")
+        want = (self.recv_rows, self.hidden) if self.mode == "high_throughput" else \
+            (self.L, self.W * self.max_tokens, self.hidden)
+        if tuple(y.shape) != want or y.dtype != self.dtype:
+            raise KernelArgError(f"{what}: y must be {want} {self.dtype}, got {tuple(y.shape)} {y.dtype}")
+        y = y.contiguous()
+        h_w = self.torch.ones_like(handle.h_w) if unit_weights else handle.h_w
+        if self.mode == "high_throughput":
+            return self._ht_combine(y, handle, h_w)
+        return self._ll_combine(y, handle, h_w)
