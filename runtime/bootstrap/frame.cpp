@@ -93,6 +93,23 @@ bool parse_add_delta(const std::string &val, int64_t *out) {
   return true;
 }
 
+bool parse_round_key(const std::string &key, uint64_t *seq) {
+  size_t slash = key.find('/');
+  if (slash == std::string::npos) return false;
+  const std::string kind = key.substr(0, slash);
+  if (kind != "bar" && kind != "ag" && kind != "bc") return false;
+  size_t i = slash + 1, start = i;
+  uint64_t v = 0;
+  while (i < key.size() && key[i] >= '0' && key[i] <= '9') {
+    if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, uint64_t(key[i] - '0'), &v)) return false;
+    ++i;
+  }
+  if (i == start || (i - start > 1 && key[start] == '0')) return false;
+  if (i != key.size() && key[i] != '/') return false;
+  *seq = v;
+  return true;
+}
+
 bool secret_matches(const std::string &presented, const std::string &secret) {
   // Length is not secret (it leaks through timing of the read anyway); contents are compared
   // without an early exit.

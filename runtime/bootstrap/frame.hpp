@@ -74,6 +74,10 @@ class FrameDecoder {
 int parse_rank_key(const std::string &key, int n_ranks);
 // Parses an ADD delta (optional '-', decimal, fits int64); false if invalid.
 bool parse_add_delta(const std::string &val, int64_t *out);
+// The control plane's round keys ("bar/<seq>", "ag/<seq>/<rank>", "bc/<seq>", each optionally
+// followed by "/..."; seq decimal without leading zeros): true with the round in *seq. The store
+// deletes a round's keys once every rank is past it (bootstrap/store_state.hpp).
+bool parse_round_key(const std::string &key, uint64_t *seq);
 // Constant-time comparison of a presented secret.
 bool secret_matches(const std::string &presented, const std::string &secret);
 

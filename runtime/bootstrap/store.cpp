@@ -18,6 +18,7 @@
 #include <set>
 #include <vector>
 
+#include "bootstrap/store_state.hpp"
 #include "core/error.hpp"
 
 namespace tdist {
@@ -103,23 +104,11 @@ struct StoreServer::Impl {
 
   struct Conn {
     Channel ch;
-    int rank = -1;  // -1 until HELLO / WATCH
-    bool watcher = false;
-    bool finalized = false;
     Clock::time_point accepted = Clock::now();
     FrameDecoder dec{kStoreMaxUnauthFrame};
   };
-  std::map<int, std::unique_ptr<Conn>> conns;            // by fd
-  std::map<std::string, std::string> kv;
-  std::map<std::string, std::vector<int>> waiters;  // key -> fds blocked in GET
-  std::set<int> watchers;                            // fds of watch connections
-  std::set<int> watched_ranks;
-  std::string failure;                              // non-empty once the job failed
-  int failure_rank = -1;
-  std::set<int> finalized_ranks;
-  std::set<int> seen_ranks;
-  std::set<int> gone_ranks;  // connection closed (after finalize, or lost)
-  std::mutex mu;  // guards finalized_ranks / seen_ranks / gone_ranks for the destructor
+  std::map<int, std::unique_ptr<Conn>> conns;  // by fd
+  std::unique_ptr<StoreState> state;           // the request handling (store_state.hpp)
 
   // Unauthenticated connections allowed at once; beyond that the oldest is dropped, so a flood
   // of strangers can neither exhaust descriptors nor lock out a rank that is about to HELLO.
@@ -134,145 +123,13 @@ struct StoreServer::Impl {
     if (!it->second->ch.write_all(f.data(), f.size(), kServerSendTimeoutMs)) ::shutdown(fd, SHUT_RDWR);
   }
 
-  void fail_all(const std::string &why, int lost_rank) {
-    if (!failure.empty()) return;
-    failure = why;
-    failure_rank = lost_rank;
-    for (auto &[key, fds] : waiters)
-      for (int fd : fds) send(fd, StoreOp::kReplyError, key, failure);
-    waiters.clear();
-    for (int fd : watchers) send(fd, StoreOp::kReplyError, std::to_string(lost_rank), failure);
-  }
-
   void drop(int fd, const std::string &why) {
     auto it = conns.find(fd);
     if (it == conns.end()) return;
     std::unique_ptr<Conn> c = std::move(it->second);
     conns.erase(it);
-    for (auto &[key, fds] : waiters) std::erase(fds, fd);
-    watchers.erase(fd);
     c->ch.close();
-    if (c->rank < 0 || c->watcher) return;
-    {
-      std::lock_guard<std::mutex> g(mu);
-      gone_ranks.insert(c->rank);
-    }
-    if (!c->finalized && !stop.load())
-      fail_all(strfmt("rank %d lost (%s before finalize)", c->rank, why.c_str()), c->rank);
-  }
-
-  bool authenticate(Conn &c, const Frame &f) {
-    const bool watch = f.op == StoreOp::kWatch;
-    if (!secret_matches(f.value, opts.secret)) {
-      send(c.ch.fd(), StoreOp::kReplyError, f.key, "authentication failed");
-      return false;
-    }
-    int r = parse_rank_key(f.key, n_ranks);
-    if (r < 0) {
-      send(c.ch.fd(), StoreOp::kReplyError, f.key,
-           strfmt("rank '%.32s' out of range [0, %d)", f.key.c_str(), n_ranks));
-      return false;
-    }
-    {
-      std::lock_guard<std::mutex> g(mu);
-      std::set<int> &seen = watch ? watched_ranks : seen_ranks;
-      if (seen.count(r)) {
-        send(c.ch.fd(), StoreOp::kReplyError, f.key,
-             strfmt(watch ? "rank %d's watchdog joined twice" : "rank %d joined twice", r));
-        return false;
-      }
-      seen.insert(r);
-    }
-    c.rank = r;
-    c.watcher = watch;
-    c.dec.set_max_payload(kStoreMaxKey + kStoreMaxValue);
-    send(c.ch.fd(), StoreOp::kReplyOk, f.key, "");
-    if (watch) {
-      watchers.insert(c.ch.fd());
-      if (!failure.empty()) send(c.ch.fd(), StoreOp::kReplyError, std::to_string(failure_rank), failure);
-    }
-    return true;
-  }
-
-  // Handles one complete frame. Returns false if the connection must be dropped.
-  bool handle(Conn &c, Frame &f) {
-    const int fd = c.ch.fd();
-    if (c.rank < 0) {
-      if (f.op == StoreOp::kHello || f.op == StoreOp::kWatch) return authenticate(c, f);
-      send(fd, StoreOp::kReplyError, f.key, "first message must be HELLO");
-      return false;
-    }
-    if (c.watcher) {
-      send(fd, StoreOp::kReplyError, f.key, "a watch connection sends no requests");
-      return false;
-    }
-    if (!failure.empty() && f.op != StoreOp::kFinalize) {
-      send(fd, StoreOp::kReplyError, f.key, failure);
-      return true;
-    }
-    switch (f.op) {
-      case StoreOp::kSet: {
-        if (auto w = waiters.find(f.key); w != waiters.end()) {
-          for (int wfd : w->second) send(wfd, StoreOp::kReplyOk, f.key, f.value);
-          waiters.erase(w);
-        }
-        kv[f.key] = std::move(f.value);
-        send(fd, StoreOp::kReplyOk, f.key, "");
-        return true;
-      }
-      case StoreOp::kGet: {
-        auto it = kv.find(f.key);
-        if (it != kv.end()) send(fd, StoreOp::kReplyOk, f.key, it->second);
-        else waiters[f.key].push_back(fd);
-        return true;
-      }
-      case StoreOp::kAdd: {
-        int64_t d = 0, cur = 0;
-        if (!parse_add_delta(f.value, &d)) {
-          send(fd, StoreOp::kReplyError, f.key, "ADD needs a decimal delta");
-          return true;
-        }
-        if (auto it = kv.find(f.key); it != kv.end() && !parse_add_delta(it->second, &cur)) {
-          send(fd, StoreOp::kReplyError, f.key, "ADD on a key that does not hold a number");
-          return true;
-        }
-        if (__builtin_add_overflow(cur, d, &cur)) {
-          send(fd, StoreOp::kReplyError, f.key, "ADD overflows int64");
-          return true;
-        }
-        std::string s = std::to_string(cur);
-        kv[f.key] = s;
-        if (auto w = waiters.find(f.key); w != waiters.end()) {
-          for (int wfd : w->second) send(wfd, StoreOp::kReplyOk, f.key, s);
-          waiters.erase(w);
-        }
-        send(fd, StoreOp::kReplyOk, f.key, s);
-        return true;
-      }
-      case StoreOp::kDel:
-        kv.erase(f.key);
-        send(fd, StoreOp::kReplyOk, f.key, "");
-        return true;
-      case StoreOp::kCheck:
-        send(fd, StoreOp::kReplyOk, f.key, kv.count(f.key) ? "1" : "0");
-        return true;
-      case StoreOp::kFinalize: {
-        c.finalized = true;
-        {
-          std::lock_guard<std::mutex> g(mu);
-          finalized_ranks.insert(c.rank);
-        }
-        send(fd, StoreOp::kReplyOk, f.key, "");
-        return true;
-      }
-      case StoreOp::kHello:
-      case StoreOp::kWatch:
-        send(fd, StoreOp::kReplyError, f.key, "connection already authenticated");
-        return false;
-      default:
-        send(fd, StoreOp::kReplyError, f.key, "op not valid in a request");
-        return false;
-    }
+    state->close(fd, why, stop.load());
   }
 
   void on_event(int fd) {
@@ -301,7 +158,9 @@ struct StoreServer::Impl {
           send(fd, StoreOp::kReplyError, "", "protocol error: " + why);
           return drop(fd, "protocol error: " + why);
         }
-        if (!handle(c, f)) return drop(fd, "rejected");
+        const bool was_authenticated = state->authenticated(fd);
+        if (!state->handle(fd, f)) return drop(fd, "rejected");
+        if (!was_authenticated && state->authenticated(fd)) c.dec.set_max_payload(kStoreMaxKey + kStoreMaxValue);
       }
     }
   }
@@ -310,25 +169,18 @@ struct StoreServer::Impl {
     auto now = Clock::now();
     std::vector<int> stale;
     for (auto &[fd, c] : conns)
-      if (c->rank < 0 && now - c->accepted > std::chrono::duration<double>(opts.hello_timeout_s))
+      if (!state->authenticated(fd) && now - c->accepted > std::chrono::duration<double>(opts.hello_timeout_s))
         stale.push_back(fd);
     for (int fd : stale) drop(fd, "no HELLO in time");
-    if (opts.join_timeout_s > 0 && failure.empty() &&
+    if (opts.join_timeout_s > 0 && !state->failed() &&
         now - started > std::chrono::duration<double>(opts.join_timeout_s)) {
+      std::vector<int> missing_ranks = state->missing_ranks();
       std::string missing;
-      int first = -1;
-      {
-        std::lock_guard<std::mutex> g(mu);
-        for (int r = 0; r < n_ranks; ++r)
-          if (!seen_ranks.count(r)) {
-            if (first < 0) first = r;
-            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-          }
-      }
-      if (first >= 0)
-        fail_all(strfmt("rank %d lost: rank(s) %s did not join the store within %.0f s", first,
-                        missing.c_str(), opts.join_timeout_s),
-                 first);
+      for (int r : missing_ranks) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      if (!missing_ranks.empty())
+        state->fail_all(strfmt("rank %d lost: rank(s) %s did not join the store within %.0f s",
+                               missing_ranks[0], missing.c_str(), opts.join_timeout_s),
+                        missing_ranks[0]);
     }
   }
 
@@ -338,7 +190,7 @@ struct StoreServer::Impl {
     size_t unauth = 0;
     int oldest = -1;
     for (auto &[cfd, c] : conns)
-      if (c->rank < 0) {
+      if (!state->authenticated(cfd)) {
         ++unauth;
         if (oldest < 0 || c->accepted < conns[oldest]->accepted) oldest = cfd;
       }
@@ -361,6 +213,7 @@ struct StoreServer::Impl {
       }
     }
     conns.emplace(fd, std::move(c));
+    state->open(fd);
   }
 
   void loop() {
@@ -388,6 +241,9 @@ StoreServer::StoreServer(const StoreAddress &addr, int n_ranks, StoreServerOptio
   TDIST_CHECK(n_ranks >= 1, TDIST_ERR_INVALID_PARAM, "store: n_ranks must be >= 1 (got %d)", n_ranks);
   impl_->n_ranks = n_ranks;
   impl_->opts = std::move(opts);
+  impl_->state = std::make_unique<StoreState>(
+      n_ranks, impl_->opts.secret,
+      [impl = impl_.get()](int fd, StoreOp op, const std::string &k, const std::string &v) { impl->send(fd, op, k, v); });
   if (impl_->opts.tls.enable)
     impl_->tls = make_tls_server_context(impl_->opts.tls, !impl_->opts.secret.empty());
   else if (impl_->opts.secret.empty() && !is_loopback(addr))
@@ -428,16 +284,8 @@ StoreServer::~StoreServer() {
   // Wait (bounded) until every rank that joined has finalized or gone, so late FINALIZE or
   // barrier messages of other ranks are still answered.
   auto deadline = Clock::now() + std::chrono::seconds(30);
-  while (Clock::now() < deadline) {
-    {
-      std::lock_guard<std::mutex> g(impl_->mu);
-      bool all_done = true;
-      for (int r : impl_->seen_ranks)
-        if (!impl_->finalized_ranks.count(r) && !impl_->gone_ranks.count(r)) all_done = false;
-      if (all_done) break;
-    }
+  while (Clock::now() < deadline && !impl_->state->all_done())
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
   impl_->stop.store(true);
   if (impl_->wake_pipe[1] >= 0) (void)!::write(impl_->wake_pipe[1], "x", 1);
   if (impl_->thread.joinable()) impl_->thread.join();

@@ -5,10 +5,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "bootstrap/store.hpp"
+#include "bootstrap/store_state.hpp"
 #include "core/error.hpp"
 
 using namespace tdist;
@@ -181,4 +185,59 @@ TEST(Store, LostRankFailsEveryoneWithItsName) {
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("rank 2 lost"), std::string::npos);
   }
+}
+
+TEST(StoreRounds, ParseRoundKey) {
+  uint64_t s = 99;
+  EXPECT_TRUE(parse_round_key("bar/0", &s) && s == 0);
+  EXPECT_TRUE(parse_round_key("bar/12/go", &s) && s == 12);
+  EXPECT_TRUE(parse_round_key("ag/7/3", &s) && s == 7);
+  EXPECT_TRUE(parse_round_key("bc/18446744073709551615", &s) && s == UINT64_MAX);
+  for (const char *no : {"job_id", "bar", "bar/", "bar/x", "bar/01", "bar/1x", "ba/1", "bar/18446744073709551616",
+                         "/1", "xbar/1", "ag//1"})
+    EXPECT_FALSE(parse_round_key(no, &s)) << no;
+}
+
+// The store forgets a round's keys once every rank has moved past it: memory stays flat however
+// many barriers and all-gathers run (the request handling alone, no sockets).
+TEST(StoreRounds, KeysOfFinishedRoundsAreDeleted) {
+  std::vector<std::tuple<int, StoreOp, std::string, std::string>> sent;
+  StoreState st(2, "s", [&](int c, StoreOp op, const std::string &k, const std::string &v) {
+    sent.emplace_back(c, op, k, v);
+  });
+  auto req = [&](int conn, StoreOp op, std::string key, std::string val = "") {
+    Frame f{op, std::move(key), std::move(val)};
+    EXPECT_TRUE(st.handle(conn, f));
+  };
+  st.open(10);
+  st.open(11);
+  req(10, StoreOp::kHello, "0", "s");
+  req(11, StoreOp::kHello, "1", "s");
+  req(10, StoreOp::kSet, "job_id", "abc");  // not a round: kept
+  size_t most = 0;
+  for (uint64_t seq = 0; seq < 3000; seq += 2) {
+    std::string bar = "bar/" + std::to_string(seq);
+    req(10, StoreOp::kAdd, bar, "1");
+    req(11, StoreOp::kAdd, bar, "1");
+    req(11, StoreOp::kSet, bar + "/go", "1");
+    req(10, StoreOp::kGet, bar + "/go");
+    req(11, StoreOp::kGet, bar + "/go");
+    std::string ag = "ag/" + std::to_string(seq + 1) + "/";
+    req(11, StoreOp::kGet, ag + "0");  // waits: rank 0 has not contributed yet
+    req(10, StoreOp::kSet, ag + "0", std::string(200, 'x'));
+    req(10, StoreOp::kSet, ag + "1", std::string(200, 'y'));
+    req(10, StoreOp::kGet, ag + "1");
+    most = std::max(most, st.keys());
+  }
+  EXPECT_LE(most, 8u);  // the current round and the one before, plus job_id
+  EXPECT_EQ(st.waiting(), 0u);
+  // every GET was answered with the value set (the waiter too)
+  size_t replies = 0;
+  for (auto &[c, op, k, v] : sent) replies += op == StoreOp::kReplyOk;
+  EXPECT_EQ(replies, 2 + 1 + 1500 * 9);
+  req(10, StoreOp::kFinalize, "");
+  req(11, StoreOp::kFinalize, "");
+  EXPECT_EQ(st.keys(), 1u);  // job_id
+  EXPECT_EQ(st.rounds_held(), 0u);
+  EXPECT_TRUE(st.all_done());
 }

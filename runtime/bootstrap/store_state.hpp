@@ -1,0 +1,84 @@
+// The bootstrap store's request handling (docs/CONTRACT.md section 5), free of sockets and clocks
+// so it can be fuzzed on its own (fuzz/store_handler_fuzz.cpp): connections are small integers,
+// every reply goes through the send callback, time is passed in. StoreServer (store.cpp) owns the
+// sockets, TLS and the event loop and feeds this one frames.
+//
+// Memory stays flat over a long job: the control plane's keys are numbered by round
+// ("bar/<seq>", "ag/<seq>/<rank>", "bc/<seq>...", parse_round_key), every request names the round
+// its rank is in, and a rank asks for round s only after it finished every earlier round; so once
+// every rank has named a round past s (or finalized), nobody can read a key of round s any more
+// and the store deletes them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bootstrap/frame.hpp"
+
+namespace tdist {
+
+class StoreState {
+ public:
+  using SendFn = std::function<void(int conn, StoreOp op, const std::string &key, const std::string &value)>;
+  // `secret` "" accepts any HELLO / WATCH; `send` delivers one reply (best effort; a failed send
+  // is the caller's to notice and close).
+  StoreState(int n_ranks, std::string secret, SendFn send);
+
+  void open(int conn);
+  // The connection is gone. A rank's request connection that goes before its FINALIZE fails the
+  // job ("rank R lost (<why> before finalize)") unless `stopping`.
+  void close(int conn, const std::string &why, bool stopping);
+  // One complete frame from `conn`; false when the connection must be dropped.
+  bool handle(int conn, Frame &f);
+  // Fails the job: every GET waiter and watcher hears `why` at once, later requests are refused.
+  void fail_all(const std::string &why, int lost_rank);
+
+  bool authenticated(int conn) const;
+  bool failed() const { return !failure_.empty(); }
+  // Ranks that have not sent HELLO, in order.
+  std::vector<int> missing_ranks() const;
+  // Every rank that joined has finalized or gone: the server may stop. Thread-safe.
+  bool all_done() const;
+
+  // What the store holds, for tests and the fuzzer.
+  size_t keys() const { return kv_.size(); }
+  size_t waiting() const;
+  size_t rounds_held() const { return round_keys_.size(); }
+
+ private:
+  struct Peer {
+    int rank = -1;  // -1 until HELLO / WATCH
+    bool watcher = false;
+    bool finalized = false;
+  };
+  bool authenticate(int conn, Peer &p, const Frame &f);
+  void store(const std::string &key, std::string value);
+  // `rank` is now in round `seq` (UINT64_MAX: finalized): delete the rounds nobody can read.
+  void advance(int rank, uint64_t seq);
+  void collect();
+
+  int n_ranks_;
+  std::string secret_;
+  SendFn send_;
+  std::map<int, Peer> peers_;
+  std::map<std::string, std::string> kv_;
+  std::map<std::string, std::vector<int>> waiters_;  // key -> connections blocked in GET
+  std::set<int> watchers_;
+  std::set<int> watched_ranks_;
+  std::string failure_;
+  int failure_rank_ = -1;
+  // Garbage collection of the control plane's rounds.
+  std::vector<uint64_t> progress_;  // per rank: the latest round it named
+  uint64_t low_ = 0;                // min(progress_)
+  size_t at_low_ = 0;               // ranks whose progress is low_
+  std::map<uint64_t, std::vector<std::string>> round_keys_;  // round -> its keys in kv_
+  mutable std::mutex mu_;  // guards the three sets below (read by the server's destructor)
+  std::set<int> finalized_ranks_, seen_ranks_, gone_ranks_;
+};
+
+}  // namespace tdist
