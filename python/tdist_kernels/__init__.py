@@ -6,14 +6,16 @@ One module per operation, each holding its kernels and its plan (buffers, grid, 
     all_reduce.py   one_shot, two_shot, ring, one_shot_ll
     ag_gemm.py      AllGather + GEMM (cublas, cublas_whole, triton)
     gemm_rs.py      GEMM + ReduceScatter (cublas, cublas_ce, cublas_whole, triton)
+    moe.py          MoE dispatch / combine (high_throughput, low_latency) and its MoeBuffer
 
 and what they share: ``_common`` (device helpers: the waits, fences, grid barrier, epoch protocol,
 bulk put; co-residency arithmetic), ``_gemm`` (the overlap GEMMs' tile loop, configuration and GEMM
 streams), ``_resources`` (``RESOURCES``: the buffer caches, side streams, placement and SM budget;
 the host protocols), ``_validate`` (argument checks). ``ops`` is the torch-facing API: it validates
-and dispatches to the op modules' plans. A new operation (e.g. MoE) is a new module of the same
-shape: its kernels, its plan, its ``compile_cases`` (added to ``all_compile_cases`` below) and an
-entry in ``ops``.
+and dispatches to the op modules' plans. A new operation is a new module of the same shape: its
+kernels, its plan, its ``compile_cases`` (added to ``all_compile_cases`` below) and an entry in
+``ops``. (MoE, whose torch-facing object ``moe.MoeBuffer`` owns its buffers as DeepEP's Buffer does,
+compiles through ``moe.compile_cases``.)
 
 Importing the kernels needs Triton only; ``ops`` needs torch and an initialised tdist (CUDA
 backend) when called. The same kernel sources run on NVIDIA GPUs (stock Triton) and compile for
