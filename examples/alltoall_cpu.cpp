@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
 
   uint64_t seed = 0;
   int failures = 0;
-  for (kc::A2AVariant v : {kc::A2AVariant::mte, kc::A2AVariant::udma, kc::A2AVariant::udma_wait_notify,
+  for (kc::A2AVariant v : {kc::A2AVariant::pipeline, kc::A2AVariant::bulk, kc::A2AVariant::wait_notify,
                            kc::A2AVariant::direct}) {
     kc::AllToAllConfig cfg;
     cfg.variant = v;

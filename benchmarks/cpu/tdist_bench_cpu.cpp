@@ -3,7 +3,8 @@
 //
 //   tdist-run -n 4 -- tdist-bench-cpu --kernel a2a_direct --dtype f32 --bytes 64K,1M,16M
 //
-// Kernels: a2a_mte a2a_udma a2a_wn a2a_direct (reverse all-to-all), dispatch_mte dispatch_direct,
+// Kernels: a2a_pipeline a2a_bulk a2a_wait_notify a2a_direct (reverse all-to-all; the variants of
+// kc::A2AVariant), dispatch_pipeline dispatch_direct,
 // ar_one_shot ar_two_shot ar_ring, ag_gemm, gemm_rs, memcpy (every PE copies its bytes locally at
 // the same time: the copy ceiling on this machine).
 // --bytes is the input size per PE. All-to-all: S = bytes / (W*H*D*elem) (--H, --D); GEMMs:
@@ -29,8 +30,21 @@ namespace ref = tdist::kernels::reference;
 
 namespace {
 
+/** The kernel's name; the former names (a2a_mte, a2a_udma, a2a_wn, dispatch_mte) are accepted with
+ *  a note on stderr, so records always carry the current name. */
+std::string canonical_kernel(const std::string &k) {
+  static const char *const renamed[][2] = {{"a2a_mte", "a2a_pipeline"}, {"a2a_udma", "a2a_bulk"},
+                                           {"a2a_wn", "a2a_wait_notify"}, {"dispatch_mte", "dispatch_pipeline"}};
+  for (const auto &r : renamed)
+    if (k == r[0]) {
+      std::fprintf(stderr, "tdist-bench-cpu: kernel %s is now called %s\n", r[0], r[1]);
+      return r[1];
+    }
+  return k;
+}
+
 struct Options {
-  std::string kernel = "a2a_mte";
+  std::string kernel = "a2a_pipeline";
   tk::DType dtype = tk::DType::f32;
   std::vector<size_t> bytes = {1 << 20};
   int64_t H = 4, D = 256;  // all-to-all
@@ -302,7 +316,7 @@ int main(int argc, char **argv) {
       if (i + 1 >= argc) usage((a + " needs a value").c_str());
       return argv[++i];
     };
-    if (a == "--kernel") o.kernel = next();
+    if (a == "--kernel") o.kernel = canonical_kernel(next());
     else if (a == "--dtype") {
       if (!tk::parse_dtype(next(), &o.dtype)) usage("unknown dtype");
     } else if (a == "--bytes") o.bytes = parse_sizes(next());
@@ -325,15 +339,15 @@ int main(int argc, char **argv) {
   attr.option_attr.backend = TDIST_BACKEND_CPU;
   attr.option_attr.wait_timeout_ms = 60000;
   size_t max_bytes = *std::max_element(o.bytes.begin(), o.bytes.end());
-  // Staging of the udma variants (W slots) or the direct output, plus slack for signals.
+  // Staging of the bulk variants (W slots) or the direct output, plus slack for signals.
   attr.local_mem_size = std::max<uint64_t>(64ull << 20, 3 * uint64_t(max_bytes) + (16ull << 20));
   if (int st = tdist_init_from_env(&attr); st) die("tdist_init_from_env", st);
   const std::string &k = o.kernel;
-  if (k == "a2a_mte") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::mte);
-  else if (k == "a2a_udma") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::udma);
-  else if (k == "a2a_wn") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::udma_wait_notify);
+  if (k == "a2a_pipeline") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::pipeline);
+  else if (k == "a2a_bulk") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::bulk);
+  else if (k == "a2a_wait_notify") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::wait_notify);
   else if (k == "a2a_direct") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::direct);
-  else if (k == "dispatch_mte") bench_alltoall(o, kc::A2ADirection::dispatch, kc::A2AVariant::mte);
+  else if (k == "dispatch_pipeline") bench_alltoall(o, kc::A2ADirection::dispatch, kc::A2AVariant::pipeline);
   else if (k == "dispatch_direct") bench_alltoall(o, kc::A2ADirection::dispatch, kc::A2AVariant::direct);
   else if (k == "ar_one_shot") bench_allreduce(o, kc::AllReduceAlgo::one_shot);
   else if (k == "ar_two_shot") bench_allreduce(o, kc::AllReduceAlgo::two_shot);

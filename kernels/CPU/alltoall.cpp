@@ -28,20 +28,20 @@ struct A2AArgs {
   int64_t *sig;                    // symmetric signal slots
   int64_t bs, bd, nbs, nbd;
   int nbuf;
-  int64_t slot_rows;  // udma: rows per rank slot of the staging memory
-  int64_t region_b;   // udma_wait_notify: first slot of region B
+  int64_t slot_rows;  // bulk, wait_notify: rows per rank slot of the staging memory
+  int64_t region_b;   // wait_notify: first slot of region B
   bool stream;        // non-temporal stores into the output (working set beyond the cache)
 };
 
 // ---------------------------------------------------------------------------------------------
-// Variant 1 (seed "MTE"): producer/consumer pipeline, per-task signals, buffer_num buffers.
+// pipeline (seed variant 1, "MTE"): producer/consumer pipeline, per-task signals, buffer_num buffers.
 // Staging on every PE: [nbuf][bs rows][W*H][D]; row stride W*H*D elements.
 // Slot of (buffer, source PE r, task t = block_d*H + h): (buf*W + r)*nbd*H + t, on the target.
 // Producer: wait slot == 0 on the target (its consumer returned the credit), store the tile,
 //           fence after all its tasks of the S block, then notify 1 per task.
 // Consumer: wait slot == 1, copy the tile to the output, fence, notify 0 to itself.
 // ---------------------------------------------------------------------------------------------
-void a2a_mte_kernel(void *p) {
+void a2a_pipeline_kernel(void *p) {
   const A2AArgs &a = *static_cast<const A2AArgs *>(p);
   const int pid = tdistx_program_id(0), n = tdistx_num_programs(0);
   const int role = pid % 2, lid = pid / 2, nr = n / 2;
@@ -92,19 +92,19 @@ void a2a_mte_kernel(void *p) {
   }
 }
 
-// Role split of the udma variants (seed: "role A" senders are the producers with logical id
+// Role split of the bulk variants (bulk, wait_notify) (seed: "role A" senders are the producers with logical id
 // < W, "role B" self-copy producers the rest). With grid/2 <= W there is no producer left for
 // role B, so every producer also takes a share of the self-copy after its sends.
-struct UdmaRoles {
+struct BulkRoles {
   bool sender, self_copy;
   int self_lid, self_n;
 };
-UdmaRoles udma_roles(int lid, int nr, int W) {
+BulkRoles bulk_roles(int lid, int nr, int W) {
   if (nr > W) return {lid < W, lid >= W, lid - W, nr - W};
   return {true, true, lid, nr};
 }
 
-// Staging of the udma variants: W rank slots of [slot_rows][H][D]; slot r != me receives r's
+// Staging of the bulk variants: W rank slots of [slot_rows][H][D]; slot r != me receives r's
 // bulk putmem, slot me holds the self-copy double buffer in its first nbuf*bs rows.
 inline unsigned char *self_tile(const A2AArgs &a, int64_t buf, int64_t h, int64_t d0) {
   const int64_t row = a.H * a.D * a.es;
@@ -129,18 +129,18 @@ void consume_task(const A2AArgs &a, int64_t r, int64_t tmp, int64_t gs, int64_t 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Variant 2 (seed "UDMA"): phase 1, one bulk putmem of the whole (S, H, D) segment per peer, one
+// bulk (seed variant 2, "UDMA"): phase 1, one bulk putmem (engine UDMA) of the whole (S, H, D) segment per peer, one
 // program per peer; phase 2, tiled self copy into the double buffer; one barrier_all per S block
 // covers both; then the consumers read (bulk slot for r != me, double buffer for r == me).
 // buffer_num >= 2: the self copy of block s+1 overlaps the consumers of block s, and the
 // barrier of block s+1 orders block s+2's copy after block s's reads.
 // ---------------------------------------------------------------------------------------------
-void a2a_udma_kernel(void *p) {
+void a2a_bulk_kernel(void *p) {
   const A2AArgs &a = *static_cast<const A2AArgs *>(p);
   const int pid = tdistx_program_id(0), n = tdistx_num_programs(0);
   const int role = pid % 2, lid = pid / 2, nr = n / 2;
   const int W = a.W;
-  const UdmaRoles roles = udma_roles(lid, nr, W);
+  const BulkRoles roles = bulk_roles(lid, nr, W);
   const int64_t seg = a.S * a.H * a.D * a.es;
   const int64_t slot_bytes = a.slot_rows * a.H * a.D * a.es;
   if (role == 0 && roles.sender) {
@@ -162,18 +162,18 @@ void a2a_udma_kernel(void *p) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Variant 3 (seed "wait/notify optimisation"): variant 2 without the global barrier.
+// wait_notify (seed variant 3, "wait/notify optimisation"): bulk without the global barrier.
 // Region A [nbs][W]: slot (gs, sender) is set on the receiver after the sender's putmem of S
 //   block gs (putmem completes before it returns: no fence needed); written once, no credit.
 // Region B [nbuf][nbd*H]: self-copy double buffer; producer waits 0, copies, fence, notifies 1;
 //   the consumer waits 1, reads, fence, returns the credit with 0.
 // ---------------------------------------------------------------------------------------------
-void a2a_udma_wn_kernel(void *p) {
+void a2a_wait_notify_kernel(void *p) {
   const A2AArgs &a = *static_cast<const A2AArgs *>(p);
   const int pid = tdistx_program_id(0), n = tdistx_num_programs(0);
   const int role = pid % 2, lid = pid / 2, nr = n / 2;
   const int W = a.W;
-  const UdmaRoles roles = udma_roles(lid, nr, W);
+  const BulkRoles roles = bulk_roles(lid, nr, W);
   const int64_t row = a.H * a.D * a.es;
   const int64_t slot_bytes = a.slot_rows * row;
   const int64_t tpb = a.nbd * a.H;  // self tasks per block
@@ -262,24 +262,32 @@ void a2a_direct_done_kernel(void *p) {
 
 const char *a2a_variant_name(A2AVariant v) {
   switch (v) {
-    case A2AVariant::mte: return "mte";
-    case A2AVariant::udma: return "udma";
-    case A2AVariant::udma_wait_notify: return "udma_wait_notify";
+    case A2AVariant::pipeline: return "pipeline";
+    case A2AVariant::bulk: return "bulk";
+    case A2AVariant::wait_notify: return "wait_notify";
     case A2AVariant::direct: return "direct";
   }
   return "?";
 }
 
 bool parse_a2a_variant(const std::string &s, A2AVariant *out) {
-  for (A2AVariant v : {A2AVariant::mte, A2AVariant::udma, A2AVariant::udma_wait_notify, A2AVariant::direct}) {
+  for (A2AVariant v : {A2AVariant::pipeline, A2AVariant::bulk, A2AVariant::wait_notify, A2AVariant::direct}) {
     if (s == a2a_variant_name(v)) {
       *out = v;
       return true;
     }
   }
-  if (s == "wn" || s == "wait_notify") {
-    *out = A2AVariant::udma_wait_notify;
-    return true;
+  // the former names (after the engines the seed named the variants for)
+  static const struct {
+    const char *name;
+    A2AVariant v;
+  } former[] = {{"mte", A2AVariant::pipeline}, {"udma", A2AVariant::bulk},
+                {"udma_wait_notify", A2AVariant::wait_notify}, {"wn", A2AVariant::wait_notify}};
+  for (const auto &f : former) {
+    if (s == f.name) {
+      *out = f.v;
+      return true;
+    }
   }
   return false;
 }
@@ -304,14 +312,14 @@ int AllToAll::create(const AllToAllConfig &cfg_in, std::unique_ptr<AllToAll> *ou
     return fail(TDIST_ERR_INVALID_PARAM, "AllToAll: grid must be even, in [2, %d] (got %d)",
                 TDIST_CPU_MAX_GRID, cfg.grid);
   }
-  const bool udma = cfg.variant == A2AVariant::udma || cfg.variant == A2AVariant::udma_wait_notify;
-  if (udma && cfg.direction != A2ADirection::reverse)
+  const bool bulk = cfg.variant == A2AVariant::bulk || cfg.variant == A2AVariant::wait_notify;
+  if (bulk && cfg.direction != A2ADirection::reverse)
     return fail(TDIST_ERR_NOT_SUPPORTED,
                 "AllToAll: variant %s needs each peer's segment contiguous: reverse direction only",
                 a2a_variant_name(cfg.variant));
-  if (cfg.buffer_num < (udma ? 2 : 1))
+  if (cfg.buffer_num < (bulk ? 2 : 1))
     return fail(TDIST_ERR_INVALID_PARAM, "AllToAll: buffer_num must be >= %d for variant %s (got %d)",
-                udma ? 2 : 1, a2a_variant_name(cfg.variant), cfg.buffer_num);
+                bulk ? 2 : 1, a2a_variant_name(cfg.variant), cfg.buffer_num);
   std::unique_ptr<AllToAll> k(new AllToAll());
   k->me_ = tdist_my_pe();
   k->world_ = tdist_n_pes();
@@ -320,7 +328,7 @@ int AllToAll::create(const AllToAllConfig &cfg_in, std::unique_ptr<AllToAll> *ou
   cfg.block_d = std::min(cfg.block_d, cfg.D);
   if (cfg.block_s <= 0) {
     // About 512 KiB of staging per S block: big copies, still several blocks to pipeline.
-    const int64_t row = (udma ? 1 : W) * cfg.H * cfg.D * es;
+    const int64_t row = (bulk ? 1 : W) * cfg.H * cfg.D * es;
     cfg.block_s = std::clamp<int64_t>((512 << 10) / std::max<int64_t>(row, 1), 1, cfg.S);
   }
   cfg.block_s = std::min(cfg.block_s, cfg.S);
@@ -330,15 +338,15 @@ int AllToAll::create(const AllToAllConfig &cfg_in, std::unique_ptr<AllToAll> *ou
   int64_t n_slots = 0;
   size_t stage_bytes = 0;
   switch (cfg.variant) {
-    case A2AVariant::mte:
+    case A2AVariant::pipeline:
       stage_bytes = size_t(cfg.buffer_num) * cfg.block_s * W * cfg.H * cfg.D * es;
       n_slots = int64_t(cfg.buffer_num) * W * k->nbd_ * cfg.H;
       break;
-    case A2AVariant::udma:
-    case A2AVariant::udma_wait_notify:
+    case A2AVariant::bulk:
+    case A2AVariant::wait_notify:
       k->slot_rows_ = size_t(std::max<int64_t>(cfg.S, int64_t(cfg.buffer_num) * cfg.block_s));
       stage_bytes = size_t(W) * k->slot_rows_ * cfg.H * cfg.D * es;
-      if (cfg.variant == A2AVariant::udma_wait_notify)
+      if (cfg.variant == A2AVariant::wait_notify)
         n_slots = k->nbs_ * W + int64_t(cfg.buffer_num) * k->nbd_ * cfg.H;
       break;
     case A2AVariant::direct:
@@ -414,8 +422,8 @@ int AllToAll::run_strided(const void *in, int64_t in_s, int64_t in_h, void *out,
   a.in_h = in_h * es;
   a.out_s = out_s * es;
   a.out_h = out_h * es;
-  const bool udma = cfg_.variant == A2AVariant::udma || cfg_.variant == A2AVariant::udma_wait_notify;
-  if (udma && (in_h != D || in_s != H * D))
+  const bool bulk = cfg_.variant == A2AVariant::bulk || cfg_.variant == A2AVariant::wait_notify;
+  if (bulk && (in_h != D || in_s != H * D))
     return fail(TDIST_ERR_INVALID_PARAM,
                 "AllToAll::run: variant %s puts each peer's (S, H, D) segment in one call: the input "
                 "must be contiguous (in_s = H*D = %lld, in_h = D = %lld; got %lld, %lld)",
@@ -433,9 +441,9 @@ int AllToAll::run_strided(const void *in, int64_t in_s, int64_t in_h, void *out,
   a.stream = size_t(in_elems() * es) >= detail::kStreamMinBytesPerPe;
   tdist_cpu_kernel_fn fn = nullptr;
   switch (cfg_.variant) {
-    case A2AVariant::mte: fn = a2a_mte_kernel; break;
-    case A2AVariant::udma: fn = a2a_udma_kernel; break;
-    case A2AVariant::udma_wait_notify: fn = a2a_udma_wn_kernel; break;
+    case A2AVariant::pipeline: fn = a2a_pipeline_kernel; break;
+    case A2AVariant::bulk: fn = a2a_bulk_kernel; break;
+    case A2AVariant::wait_notify: fn = a2a_wait_notify_kernel; break;
     case A2AVariant::direct: fn = a2a_direct_kernel; break;
   }
   if (!direct)

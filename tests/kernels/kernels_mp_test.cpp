@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 #include <thread>
+#include <utility>
 #include <chrono>
 
 #include "common/mp_env.hpp"
@@ -46,7 +47,7 @@ std::vector<A2ACase> a2a_cases(int W) {
       {7, 3, 37, 3, 16, 2, 4, "unaligned S and D, partial blocks"},
       {5, 1, 3, 0, 0, 3, 0, "tiny, default tiling and grid, 3 buffers"},
   };
-  // More producers than PEs: the udma variants give role A and role B to different programs.
+  // More producers than PEs: the bulk variants give role A and role B to different programs.
   if (W <= 4) c.push_back({6, 2, 24, 2, 0, 2, 2 * (W + 1), "grid > 2W (separate self-copy role)"});
   return c;
 }
@@ -118,9 +119,30 @@ void run_a2a_suite(kc::A2ADirection dir, std::initializer_list<kc::A2AVariant> v
       }
 }
 
+// One set of variant names (the algorithm's), the same as tdist_kernels.ops and tdist-bench; the
+// seed's engine names still parse.
+TEST(AllToAll, VariantNames) {
+  const std::pair<const char *, kc::A2AVariant> names[] = {
+      {"pipeline", kc::A2AVariant::pipeline}, {"bulk", kc::A2AVariant::bulk},
+      {"wait_notify", kc::A2AVariant::wait_notify}, {"direct", kc::A2AVariant::direct},
+      {"mte", kc::A2AVariant::pipeline}, {"udma", kc::A2AVariant::bulk},
+      {"udma_wait_notify", kc::A2AVariant::wait_notify}, {"wn", kc::A2AVariant::wait_notify}};
+  for (const auto &[name, want] : names) {
+    kc::A2AVariant got = kc::A2AVariant::direct;
+    ASSERT_TRUE(kc::parse_a2a_variant(name, &got)) << name;
+    EXPECT_EQ(got, want) << name;
+  }
+  for (int i = 0; i < 4; ++i) {
+    const char *name = names[i].first;
+    EXPECT_STREQ(kc::a2a_variant_name(names[i].second), name);
+  }
+  kc::A2AVariant got;
+  EXPECT_FALSE(kc::parse_a2a_variant("staged", &got));
+}
+
 TEST(ReverseAllToAll, SeedVariantsAndDirect) {
-  run_a2a_suite(kc::A2ADirection::reverse, {kc::A2AVariant::mte, kc::A2AVariant::udma,
-                                             kc::A2AVariant::udma_wait_notify, kc::A2AVariant::direct});
+  run_a2a_suite(kc::A2ADirection::reverse, {kc::A2AVariant::pipeline, kc::A2AVariant::bulk,
+                                             kc::A2AVariant::wait_notify, kc::A2AVariant::direct});
 }
 
 // The direct variant has no host barrier: its output must stay intact until this PE's next run(),
@@ -175,8 +197,8 @@ TEST(ReverseAllToAll, DirectOutputSurvivesFasterPeers) {
   ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
 }
 
-TEST(DispatchAllToAll, MteAndDirect) {
-  run_a2a_suite(kc::A2ADirection::dispatch, {kc::A2AVariant::mte, kc::A2AVariant::direct});
+TEST(DispatchAllToAll, PipelineAndDirect) {
+  run_a2a_suite(kc::A2ADirection::dispatch, {kc::A2AVariant::pipeline, kc::A2AVariant::direct});
 }
 
 TEST(ReverseAllToAll, StridedInputAndOutput) {
@@ -185,7 +207,7 @@ TEST(ReverseAllToAll, StridedInputAndOutput) {
   for (DType t : kDtypes) {
     SCOPED_TRACE(tk::dtype_name(t));
     kc::AllToAllConfig cfg;
-    cfg.variant = kc::A2AVariant::mte;
+    cfg.variant = kc::A2AVariant::pipeline;
     cfg.dtype = t;
     cfg.S = k.S;
     cfg.H = k.H;
@@ -228,7 +250,7 @@ TEST(AllToAll, DispatchThenReverseIsIdentity) {
   std::unique_ptr<kc::AllToAll> disp, comb;
   ASSERT_EQ(kc::AllToAll::create(cfg, &disp), TDIST_SUCCESS) << kc::last_error_message();
   cfg.direction = kc::A2ADirection::reverse;
-  cfg.variant = kc::A2AVariant::udma_wait_notify;
+  cfg.variant = kc::A2AVariant::wait_notify;
   ASSERT_EQ(kc::AllToAll::create(cfg, &comb), TDIST_SUCCESS) << kc::last_error_message();
   const size_t n = size_t(disp->in_elems()), es = 2;
   std::vector<unsigned char> x(n * es), y = poisoned(n * es), z = poisoned(n * es);
@@ -248,7 +270,7 @@ TEST(AllToAll, RejectsInvalidConfigs) {
   EXPECT_EQ(kc::AllToAll::create(cfg, &a2a), TDIST_ERR_INVALID_PARAM);
   EXPECT_NE(std::string(kc::last_error_message()).find("grid"), std::string::npos) << kc::last_error_message();
   cfg.grid = 2;
-  cfg.variant = kc::A2AVariant::udma;
+  cfg.variant = kc::A2AVariant::bulk;
   cfg.buffer_num = 1;
   EXPECT_EQ(kc::AllToAll::create(cfg, &a2a), TDIST_ERR_INVALID_PARAM);
   cfg.buffer_num = 2;

@@ -48,18 +48,21 @@ inline constexpr int kDefaultGrid = 4;
  *  (The seed writes the forward shapes as (S, H, D) -> (S/W, H*W, D): that is the reverse
  *  kernel with S renamed; tdist's dispatch is the exact inverse instead, so the pair composes.)
  */
+//  The variants are named by algorithm, the same names as the Triton kernels' (tdist_kernels.ops,
+//  REVERSE_A2A_VARIANTS) and tdist-bench's (a2a_<variant>). The seed named them after the engines
+//  (MTE, UDMA); those names are kept as deprecated enumerators and accepted by parse_a2a_variant.
 enum class A2AVariant {
-  /** Seed variant 1: MTE producer/consumer pipeline. Even programs store tiles into the target
+  /** Seed variant 1 ("MTE"): the producer/consumer pipeline. Even programs store tiles into the target
    *  PE's staging buffer [buffer_num][block_s][W*H][D] after waiting for the per-task slot to be
    *  0; odd programs wait for the slot to be 1, copy out, reset it to 0 (credit return). */
-  mte = 0,
-  /** Seed variant 2: one bulk tdist_putmem per peer (engine UDMA), local self-copy through the
+  pipeline = 0,
+  /** Seed variant 2 ("UDMA"): one bulk tdist_putmem per peer (engine UDMA), local self-copy through the
    *  tiled double buffer, one tdist_barrier_all per S block, then the consumers. Reverse only. */
-  udma = 1,
-  /** Seed variant 3: variant 2 with the barrier replaced by two signal regions: region A
+  bulk = 1,
+  /** Seed variant 3 ("wait/notify"): variant 2 with the barrier replaced by two signal regions: region A
    *  [num_blocks_s][W] (bulk arrival per S block and sender, written once, no credit), region B
    *  [buffer_num][num_blocks_d*H] (self-copy double buffer, credit returned). Reverse only. */
-  udma_wait_notify = 2,
+  wait_notify = 2,
   /** CPU one-copy variant (not in the seed): the output is symmetric memory (output_buffer())
    *  and every program stores its tiles straight into the target PE's output, so each byte is
    *  copied once, as Open MPI's single-copy path does. One synchronisation round per call and no
@@ -69,20 +72,25 @@ enum class A2AVariant {
    *  every peer's call-(e + 1) flag, which a peer sets inside its call e + 1, i.e. after it
    *  stopped using the output of call e. An output is therefore valid until the PE's next run(). */
   direct = 3,
+  mte [[deprecated("A2AVariant::pipeline")]] = pipeline,
+  udma [[deprecated("A2AVariant::bulk")]] = bulk,
+  udma_wait_notify [[deprecated("A2AVariant::wait_notify")]] = wait_notify,
 };
+/** "pipeline", "bulk", "wait_notify", "direct". */
 const char *a2a_variant_name(A2AVariant v);
+/** The names of a2a_variant_name, or a former one ("mte", "udma", "udma_wait_notify", "wn"). */
 bool parse_a2a_variant(const std::string &s, A2AVariant *out);
 
 enum class A2ADirection { reverse = 0, dispatch = 1 };
 
 struct AllToAllConfig {
   A2ADirection direction = A2ADirection::reverse;
-  A2AVariant variant = A2AVariant::mte;
+  A2AVariant variant = A2AVariant::pipeline;
   DType dtype = DType::f32;
   int64_t S = 0, H = 0, D = 0;  ///< any S, H, D >= 1 (boundary tiles are clipped)
   int64_t block_s = 0;          ///< rows per S block; 0: chosen from the sizes
   int64_t block_d = 0;          ///< elements per D block; 0: min(D, 4096)
-  int buffer_num = 2;           ///< staging buffers (>= 1; >= 2 for the udma variants)
+  int buffer_num = 2;           ///< staging buffers (>= 1; >= 2 for bulk and wait_notify)
   /** Programs per PE: even, >= 2 (producers = consumers = grid/2); direct: any >= 1.
    *  0: 2, or 1 for direct (grid 1 runs on the calling thread: no thread start per launch, which
    *  matters on a 2-core machine running 4 PEs). */
@@ -120,7 +128,7 @@ class AllToAll {
   AllToAllConfig cfg_{};
   int me_ = 0, world_ = 1;
   int64_t nbs_ = 0, nbd_ = 0;
-  size_t slot_rows_ = 0;  // udma: rows per rank slot
+  size_t slot_rows_ = 0;  // bulk, wait_notify: rows per rank slot
   unsigned char *stage_ = nullptr;
   int64_t *signals_ = nullptr;
   size_t signal_bytes_ = 0;
