@@ -79,7 +79,10 @@ def many_waits(sig32, sig64, sigu64, n):
 
 
 def test_wait_variants(compile_ptx):
-    b = body(compile_ptx(many_waits, {"sig32": "*i32", "sig64": "*i64", "sigu64": "*u64", "n": "i32"}))
+    # both multi-slot waits use tdist's default layout, each with its SlotStrideWarning
+    with pytest.warns(dl.SlotStrideWarning) as record:
+        b = body(compile_ptx(many_waits, {"sig32": "*i32", "sig64": "*i64", "sigu64": "*u64", "n": "i32"}))
+    assert len([w for w in record if issubclass(w.category, dl.SlotStrideWarning)]) == 2
     # a thread with one slot polls it with ld.acquire; a thread with several sweeps them relaxed and
     # ends with one acquire fence (4 and n slots here, 128 threads)
     assert "ld.acquire.sys.global.u32" in b and "ld.relaxed.sys.global.b32" in b
