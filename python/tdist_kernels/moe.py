@@ -647,6 +647,17 @@ class MoeHandle:
         return rw
 
 
+_made = [0]
+
+
+def buffer_for(num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", **options):
+    """The ``MoeBuffer`` of this configuration, made at its first use and kept in the resources
+    (``ops.release()`` frees it)."""
+    from ._resources import RESOURCES
+    key = ("moe_buffer", num_experts, hidden, topk, max_tokens, str(dtype), mode, tuple(sorted(options.items())))
+    return RESOURCES.local(key, lambda: MoeBuffer(num_experts, hidden, topk, max_tokens, dtype, mode=mode, **options))
+
+
 class MoeBuffer:
     """Symmetric areas and device state of one MoE configuration (collective to make: every rank
     with the same arguments). See docs/MOE.md for the layouts and the protocols.
@@ -657,7 +668,7 @@ class MoeBuffer:
     """
 
     def __init__(self, num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", max_recv_rows=None,
-                 chunk_tokens=None, buffer_num=2, slices=None, key=None):
+                 chunk_tokens=None, buffer_num=2, slices=None):
         from ._resources import RESOURCES
         torch, ash, tdist = RESOURCES.runtime()
         self.torch, self.ash = torch, ash
@@ -707,22 +718,20 @@ class MoeBuffer:
                      ([n_area * topk], torch.float32), ([2 * W * self.HDR], torch.int64),
                      ([2 * W * SIG_ELEMS], torch.int64), ([n_area * hidden], dtype),
                      ([2 * W * self.S * SIG_ELEMS], torch.int64)]
-        key = ("moe", mode, num_experts, hidden, topk, max_tokens, str(dtype), self.recv_rows,
-               getattr(self, "chunk", 0), getattr(self, "nbuf", 0), self.S, key)
-        if key not in RESOURCES._symmetric and torch.cuda.is_current_stream_capturing():
-            raise KernelArgError(f"{what}: its buffers are created at the first call with this configuration, which "
-                                 "cannot happen inside CUDA-graph capture: call it once eagerly first")
-        fresh = key not in RESOURCES._symmetric
+        if torch.cuda.is_current_stream_capturing():
+            raise KernelArgError(f"{what}: a buffer is made (collectively, with a synchronisation) outside CUDA-graph "
+                                 "capture: make it, or call the op once, eagerly first")
+        _made[0] += 1  # every rank makes its buffers in the same order: the same key everywhere
+        key = ("moe", _made[0], mode, num_experts, hidden, topk, max_tokens, str(dtype), self.recv_rows)
         self.sym = RESOURCES.symmetric(key, *specs)
         dev = self.sym[0].device
-        self.ctl = RESOURCES.local(key + ("ctl",), lambda: torch.zeros(4 * SIG_ELEMS, dtype=torch.int64, device=dev))
-        self.seq = RESOURCES.local(key + ("seq",), lambda: torch.zeros(4 * self.S * W, dtype=torch.int64, device=dev))
-        if fresh:
-            # every counter and flag starts at 0 on every rank before any peer can signal into it
-            for t in self.sym:
-                t.zero_()
-            torch.cuda.synchronize()
-            ash.barrier_all()
+        self.ctl = torch.zeros(4 * SIG_ELEMS, dtype=torch.int64, device=dev)  # call epochs (LL dispatch, combine)
+        self.seq = torch.zeros(4 * self.S * W, dtype=torch.int64, device=dev)  # ring sequence numbers
+        # every counter and flag starts at 0 on every rank before any peer can signal into it
+        for t in self.sym:
+            t.zero_()
+        torch.cuda.synchronize()
+        ash.barrier_all()
 
     # ---- high throughput ----
 

@@ -74,7 +74,8 @@ DEPRECATED_VARIANTS = {"mte": "pipeline"}
 
 __all__ = ["reverse_all_to_all", "dispatch_all_to_all", "all_reduce", "ag_gemm", "gemm_rs", "release",
            "KernelArgError", "sm_budget", "sm_info", "shared_gpu", "ALLREDUCE_VARIANTS", "AG_GEMM_IMPLS",
-           "GEMM_RS_IMPLS", "REVERSE_A2A_VARIANTS", "DISPATCH_A2A_VARIANTS", "DEPRECATED_VARIANTS"]
+           "GEMM_RS_IMPLS", "REVERSE_A2A_VARIANTS", "DISPATCH_A2A_VARIANTS", "DEPRECATED_VARIANTS", "moe_dispatch",
+           "moe_combine", "MOE_MODES"]
 
 
 def sm_info():
@@ -323,3 +324,34 @@ def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
         return _rs.run_cublas(a, b, out, W, me, dt, gemm_streams, impl == "cublas_ce")
     _refuse_capture(torch, what)
     return _rs.run_triton(a, b, out, W, me, dt, reduce_programs)
+
+
+# ---------------------------------------------------------------------------------------------
+# expert-parallel MoE (docs/MOE.md; kernels and buffer in moe.py)
+
+MOE_MODES = ("high_throughput", "low_latency")
+
+
+def moe_dispatch(x, topk_idx, topk_weights, num_experts, max_tokens, mode="high_throughput", check=True,
+                 **buffer_options):
+    """Route tokens to the ranks holding their top-k experts (each token once per destination rank),
+    returning ``(recv_x, counts, handle)``: the received rows grouped by local expert, the rows per
+    local expert (int32, device), and the handle for ``moe_combine``. ``x`` (T, H), ``topk_idx``
+    (T, K) (-1: empty slot), ``topk_weights`` (T, K); ``max_tokens`` bounds T on every rank (the
+    same on all). ``buffer_options``: ``max_recv_rows``, ``chunk_tokens``, ``buffer_num``, ``slices``
+    (docs/MOE.md section 2). ``check=False``: no host synchronisation; ``handle.status`` carries the
+    verdict on bad input."""
+    from . import moe as _moe
+    if mode not in MOE_MODES:
+        raise KernelArgError(f"moe_dispatch: mode must be one of {MOE_MODES}, got {mode!r}")
+    if x.dim() != 2 or topk_idx.dim() != 2:
+        raise KernelArgError(f"moe_dispatch: x (T, H) and topk_idx (T, K) expected, got {tuple(x.shape)} and "
+                             f"{tuple(topk_idx.shape)}")
+    buf = _moe.buffer_for(num_experts, x.shape[1], topk_idx.shape[1], max_tokens, x.dtype, mode, **buffer_options)
+    return buf.dispatch(x, topk_idx, topk_weights, check=check)
+
+
+def moe_combine(y, handle):
+    """The weighted sum of the experts' outputs ``y`` (the layout of ``moe_dispatch``'s output) back at
+    each token's home rank: ``out[t] = sum_k w[t, k] * y[row(t, k)]`` (T, H)."""
+    return handle.buf.combine(y, handle)

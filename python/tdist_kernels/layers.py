@@ -1,0 +1,154 @@
+"""torch layers over the tdist kernels: ``EPMoE``, an expert-parallel MoE block (docs/MOE.md).
+
+    import shmem as ash, tdist
+    from tdist_kernels.layers import EPMoE
+    ash.init_from_env(local_mem_size=4 << 30, backend=tdist.BACKEND_CUDA)
+    moe = EPMoE(num_experts=16, hidden=2048, ffn_hidden=4096, topk=2, max_tokens=4096).cuda()
+    y = moe(x)          # router -> dispatch -> local experts -> combine; differentiable
+
+Every call is collective (all ranks call with their own tokens, the same configuration). The
+router is replicated (data parallel); each rank holds the experts ``[rank * L, (rank + 1) * L)``.
+Backward: dispatch's backward is a combine with unit weights, combine's backward a dispatch whose
+rows are scaled by their pairs' weights; the routing weights get no gradient through combine
+(docs/MOE.md section 1), so the router here is trained only by what the caller adds (e.g. an
+auxiliary loss on ``EPMoE.last_router_probs``).
+"""
+from ._common import KernelArgError
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _make_functions():
+    torch = _torch()
+
+    class MoeDispatch(torch.autograd.Function):
+        """(x, topk_idx, topk_weights) -> (recv_x, counts); backward: combine with unit weights."""
+
+        @staticmethod
+        def forward(ctx, x, topk_idx, topk_weights, buf, holder):
+            recv_x, counts, handle = buf.dispatch(x, topk_idx, topk_weights)
+            holder.append(handle)
+            ctx.buf, ctx.handle = buf, handle
+            ctx.mark_non_differentiable(counts)
+            return recv_x, counts
+
+        @staticmethod
+        def backward(ctx, grad_recv, grad_counts):
+            g = ctx.buf.combine(grad_recv.contiguous().to(ctx.buf.dtype), ctx.handle, unit_weights=True)
+            return g, None, None, None, None
+
+    class MoeCombine(torch.autograd.Function):
+        """(y, handle) -> out; backward: the output gradient dispatched again, rows scaled by their
+        pairs' weights."""
+
+        @staticmethod
+        def forward(ctx, y, buf, handle):
+            ctx.buf, ctx.handle = buf, handle
+            return buf.combine(y, handle)
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            h = ctx.handle
+            g, _, _ = ctx.buf.dispatch(grad_out.contiguous().to(ctx.buf.dtype), h.topk_idx, h.topk_weights)
+            rw = h.row_weights().to(g.dtype)
+            return g * rw.reshape(g.shape[:-1]).unsqueeze(-1), None, None
+
+    return MoeDispatch, MoeCombine
+
+
+_FUNCTIONS = []
+
+
+def functions():
+    """(MoeDispatch, MoeCombine): the autograd Functions (made on first use: importing this module
+    does not need torch)."""
+    if not _FUNCTIONS:
+        _FUNCTIONS.extend(_make_functions())
+    return tuple(_FUNCTIONS)
+
+
+def moe_dispatch(x, topk_idx, topk_weights, buf):
+    """Differentiable dispatch: returns (recv_x, counts, handle)."""
+    holder = []
+    recv_x, counts = functions()[0].apply(x, topk_idx, topk_weights, buf, holder)
+    return recv_x, counts, holder[0]
+
+
+def moe_combine(y, handle):
+    """Differentiable combine."""
+    return functions()[1].apply(y, handle.buf, handle)
+
+
+def grouped_mlp(recv_x, counts, w1, w2, layout, act=None):
+    """The local experts: ``act(x @ w1[j]) @ w2[j]`` on group j's rows. ``layout``:
+    "packed" (high throughput: groups from row 0, one host read of ``counts``) or "padded" (low
+    latency: ``(L, rows, H)``, a batched matmul over every row, no host sync; rows past the counts
+    hold garbage and are never read by combine)."""
+    torch = _torch()
+    act = act or torch.nn.functional.silu
+    if layout == "padded":
+        return torch.bmm(act(torch.bmm(recv_x, w1)), w2)
+    out = torch.zeros_like(recv_x)
+    start = 0
+    for j, n in enumerate(counts.tolist()):
+        if n:
+            rows = recv_x[start:start + n]
+            out[start:start + n] = act(rows @ w1[j]) @ w2[j]
+        start += n
+    return out
+
+
+def _make_epmoe():
+    torch = _torch()
+
+    class EPMoE(torch.nn.Module):
+        """Router (softmax, top-k, renormalised) -> dispatch -> local experts (two-layer MLP, SiLU)
+        -> combine. ``mode``: "high_throughput" or "low_latency" (see docs/MOE.md)."""
+
+        def __init__(self, num_experts, hidden, ffn_hidden, topk, max_tokens, mode="high_throughput",
+                     dtype=None, max_recv_rows=None, device=None):
+            super().__init__()
+            import tdist
+            from .moe import MoeBuffer
+            dtype = dtype or torch.bfloat16
+            W, me = tdist.n_pes(), tdist.my_pe()
+            if num_experts % W:
+                raise KernelArgError(f"EPMoE: num_experts ({num_experts}) must be a multiple of the rank count ({W})")
+            L = num_experts // W
+            self.num_experts, self.topk, self.mode, self.rank, self.L = num_experts, topk, mode, me, L
+            self.router = torch.nn.Parameter(torch.randn(hidden, num_experts, dtype=torch.float32, device=device) /
+                                             hidden ** 0.5)
+            self.w1 = torch.nn.Parameter(torch.randn(L, hidden, ffn_hidden, dtype=dtype, device=device) / hidden ** 0.5)
+            self.w2 = torch.nn.Parameter(torch.randn(L, ffn_hidden, hidden, dtype=dtype, device=device) /
+                                         ffn_hidden ** 0.5)
+            self.buf = MoeBuffer(num_experts, hidden, topk, max_tokens, dtype, mode=mode, max_recv_rows=max_recv_rows)
+            self.last_router_probs = None
+
+        def route(self, x):
+            probs = torch.softmax(x.float() @ self.router, dim=-1)
+            self.last_router_probs = probs
+            w, idx = torch.topk(probs, self.topk, dim=-1)
+            return idx, (w / w.sum(dim=-1, keepdim=True)).detach()
+
+        def forward(self, x, topk_idx=None, topk_weights=None):
+            if topk_idx is None:
+                topk_idx, topk_weights = self.route(x)
+            x = x.to(self.buf.dtype)
+            recv_x, counts, handle = moe_dispatch(x, topk_idx, topk_weights, self.buf)
+            layout = "padded" if self.mode == "low_latency" else "packed"
+            y = grouped_mlp(recv_x, counts, self.w1, self.w2, layout)
+            return moe_combine(y.to(self.buf.dtype), handle)
+
+    return EPMoE
+
+
+def __getattr__(name):
+    """``EPMoE`` is made on first access (a torch.nn.Module subclass: importing needs torch)."""
+    if name == "EPMoE":
+        cls = _make_epmoe()
+        globals()["EPMoE"] = cls
+        return cls
+    raise AttributeError(name)
