@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
 
 #include "CPU/backend.hpp"
 #include "bootstrap/control.hpp"
@@ -42,11 +45,75 @@ void *map_aligned(int fd, size_t bytes, size_t align) {
   return p;
 }
 
+// A number from the first line of `path` (a cgroup file); nullopt if absent or "max".
+std::optional<uint64_t> read_u64(const std::string &path) {
+  std::ifstream f(path);
+  std::string v;
+  if (!f || !(f >> v) || v.empty() || v[0] < '0' || v[0] > '9') return std::nullopt;
+  return std::strtoull(v.c_str(), nullptr, 10);
+}
+
+// Memory this process may still fill: MemAvailable + SwapFree, within its memory cgroup's limit
+// (v2: memory.max - memory.current; v1: memory.limit_in_bytes - memory.usage_in_bytes).
+// `what` says where the bound came from.
+uint64_t backable_bytes(std::string *what) {
+  uint64_t avail = 0, swap = 0;
+  std::ifstream mi("/proc/meminfo");
+  std::string key;
+  uint64_t kb;
+  std::string unit;
+  while (mi >> key >> kb) {
+    std::getline(mi, unit);
+    if (key == "MemAvailable:") avail = kb << 10;
+    if (key == "SwapFree:") swap = kb << 10;
+  }
+  uint64_t best = avail + swap;
+  *what = "MemAvailable + SwapFree";
+  std::ifstream cg("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cg, line)) {
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string ctrl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    std::string dir, limit_file, usage_file;
+    if (ctrl.empty()) dir = "/sys/fs/cgroup", limit_file = "memory.max", usage_file = "memory.current";
+    else if (ctrl == "memory") dir = "/sys/fs/cgroup/memory", limit_file = "memory.limit_in_bytes", usage_file = "memory.usage_in_bytes";
+    else continue;
+    // Inside a cgroup namespace the path may not exist under the mount: the mount's root is ours.
+    for (const std::string &d : {dir + path, dir}) {
+      auto lim = read_u64(d + "/" + limit_file), use = read_u64(d + "/" + usage_file);
+      if (!lim) continue;
+      if (*lim < (uint64_t(1) << 60)) {
+        uint64_t left = use && *use < *lim ? *lim - *use : 0;
+        if (left < best) {
+          best = left;
+          *what = "the memory cgroup's limit";
+        }
+      }
+      break;
+    }
+  }
+  return best;
+}
+
 class CpuTransport final : public HeapTransport {
  public:
   explicit CpuTransport(const TransportOptions &o) : opts_(o) {}
   ~CpuTransport() override { unmap(); }
   const char *name() const override { return "cpu"; }
+
+  // A memfd heap is shared memory: its pages come from RAM and swap (it is not bounded by
+  // /dev/shm's size, nor refused by ftruncate or mmap), so a heap the host cannot back would be
+  // accepted and fault (SIGBUS) when touched. Every local PE's heap counts.
+  std::string check_capacity(size_t bytes, int local_pes) const override {
+    std::string what;
+    const uint64_t can = backable_bytes(&what);
+    const double need = double(bytes) * double(local_pes);
+    if (need <= double(can)) return {};
+    return strfmt("the symmetric heaps of the %d PE(s) on this host need %.2f GiB (%zu bytes each), "
+                  "more than it can back: %.2f GiB free (%s); lower local_mem_size",
+                  local_pes, need / double(1ull << 30), bytes, double(can) / double(1ull << 30), what.c_str());
+  }
 
   void map(ControlPlane &cp, size_t bytes) override {
     TDIST_CHECK(cp.local_size() == cp.size(), TDIST_ERR_NOT_SUPPORTED,

@@ -47,6 +47,10 @@ ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
   }
   client_ = std::make_unique<StoreClient>(addr, cfg.rank, secret_, cfg.connect_timeout_s,
                                           cfg.op_timeout_s, tls_);
+  // Until every rank has joined (the all-gather below), a wait may be for a rank that never
+  // starts: the store fails the job naming it at its join deadline, so no request of ours may
+  // give up first (and blame whichever rank then leaves).
+  client_->set_op_timeout(std::max(cfg.op_timeout_s, cfg.connect_timeout_s + 10));
   if (cfg.rank == 0) {
     std::random_device rd;
     job_id_ = strfmt("%08x%08x", rd(), rd());
@@ -75,22 +79,39 @@ ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
     }
   }
   local_size_ = int(local_ranks_.size());
+  client_->set_op_timeout(cfg.op_timeout_s);
 }
 
 ControlPlane::~ControlPlane() = default;
 
+std::string ControlPlane::get_or_name(const std::string &key, const std::string &what) {
+  try {
+    return client_->get(key);
+  } catch (const Error &e) {
+    if (e.code() != TDIST_ERR_TIMEOUT) throw;
+    TDIST_THROW(TDIST_ERR_TIMEOUT, "rank %d: %s within %.0f s (store key '%s')", rank(), what.c_str(),
+                client_->op_timeout(), key.c_str());
+  }
+}
+
 void ControlPlane::barrier() {
-  std::string key = strfmt("bar/%llu", (unsigned long long)seq_++);
+  const unsigned long long seq = seq_++;
+  std::string key = strfmt("bar/%llu", seq);
   int64_t n = client_->add(key, 1);
   if (n == size()) client_->set(key + "/go", "1");
-  client_->get(key + "/go");
+  get_or_name(key + "/go", strfmt("control barrier #%llu: not every rank arrived (this rank came %lld of %d)", seq,
+                                  (long long)n, size()));
 }
 
 std::vector<std::string> ControlPlane::allgather(const std::string &in) {
-  std::string base = strfmt("ag/%llu/", (unsigned long long)seq_++);
+  const unsigned long long seq = seq_++;
+  std::string base = strfmt("ag/%llu/", seq);
   client_->set(base + std::to_string(rank()), in);
   std::vector<std::string> out(size());
-  for (int r = 0; r < size(); ++r) out[r] = r == rank() ? in : client_->get(base + std::to_string(r));
+  for (int r = 0; r < size(); ++r)
+    out[r] = r == rank() ? in
+                         : get_or_name(base + std::to_string(r),
+                                       strfmt("all-gather #%llu: rank %d did not contribute", seq, r));
   for (int r = 0; r < size(); ++r)
     TDIST_CHECK(out[r].size() == in.size(), TDIST_ERR_COLLECTIVE_MISMATCH,
                 "allgather: rank %d contributed %zu bytes, rank %d contributed %zu", r,
@@ -106,7 +127,7 @@ std::string ControlPlane::broadcast(const std::string &data, int root) {
     client_->set(key, data);
     return data;
   }
-  return client_->get(key);
+  return get_or_name(key, strfmt("broadcast: root rank %d sent nothing", root));
 }
 
 std::unique_ptr<StoreClient> ControlPlane::connect_watcher() const {

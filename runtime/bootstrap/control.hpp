@@ -59,6 +59,8 @@ class ControlPlane {
   std::unique_ptr<StoreClient> connect_watcher() const;
 
  private:
+  // client_->get(key); a timeout names `what` was waited for instead of the key alone.
+  std::string get_or_name(const std::string &key, const std::string &what);
   BootstrapConfig cfg_;
   StoreAddress addr_;
   std::string secret_;

@@ -334,8 +334,9 @@ StoreClient::StoreClient(const StoreAddress &addr, int rank, const std::string &
     ::close(fd);
     if (Clock::now() > deadline)
       TDIST_THROW(TDIST_ERR_BOOTSTRAP,
-                  "rank %d: cannot reach the store at %s:%d within %.0f s (last error: %s)", rank,
-                  addr.host.c_str(), addr.port, connect_timeout_s, last_err.c_str());
+                  "rank 0 lost: rank %d cannot reach the store rank 0 hosts at %s:%d within %.0f s "
+                  "(last error: %s; did rank 0 start?)",
+                  rank, addr.host.c_str(), addr.port, connect_timeout_s, last_err.c_str());
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, 200);
   }

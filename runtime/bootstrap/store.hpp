@@ -73,6 +73,10 @@ class StoreClient {
   bool wait_for_failure(int stop_fd, int *lost_rank, std::string *message);
   // True once the store has reported the job failed (a lost rank) to this client.
   bool job_failed() const { return job_failed_; }
+  // The bound of each later request (while ranks may still be joining, the control plane
+  // lengthens it past the store's join deadline, so the store names the missing rank first).
+  void set_op_timeout(double s) { op_timeout_s_ = s; }
+  double op_timeout() const { return op_timeout_s_; }
 
  private:
   std::string request(StoreOp op, const std::string &key, const std::string &value);

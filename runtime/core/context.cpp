@@ -187,10 +187,10 @@ void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
   int backend = o.backend;
   if (backend == TDIST_BACKEND_AUTO) backend = cuda_transport_available() ? TDIST_BACKEND_CUDA : TDIST_BACKEND_CPU;
   c->cpu_backend = backend == TDIST_BACKEND_CPU;
-  if (c->cpu_backend)
-    TDIST_CHECK(!(o.data_op_engine_type & TDIST_ENGINE_ROCE), TDIST_ERR_NOT_SUPPORTED,
-                "engine ROCE is not available on the CPU backend (it needs an RDMA engine; use "
-                "MTE, SDMA or UDMA)");
+  // Refused before any network wait, like every other bad attribute.
+  TDIST_CHECK(!(c->cpu_backend && (o.data_op_engine_type & TDIST_ENGINE_ROCE)), TDIST_ERR_NOT_SUPPORTED,
+              "engine ROCE is not available on the CPU backend (it needs an RDMA engine; use "
+              "MTE, SDMA or UDMA)");
 
   BootstrapConfig bc;
   bc.rank = attr.my_rank;
@@ -201,30 +201,61 @@ void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
   bc.op_timeout_s = o.control_timeout_s ? o.control_timeout_s : 120;
   c->cp = std::make_unique<ControlPlane>(bc);
 
-  // Every PE must agree on the heap size and engines: check before creating anything.
+  // This PE's verdict on what it was asked for (the backend is available, this host can back the
+  // heaps), then agreement: every PE compares every PE's request with PE 0's, so every PE
+  // reports the same mismatch or failure, and leaves the store cleanly (FINALIZE) instead of
+  // closing on peers that are still reading ("rank k lost").
+  size_t total = TDIST_HEAP_RESERVED + attr.local_mem_size;
+  total = (total + kHeapGranule - 1) / kHeapGranule * kHeapGranule;
   struct Agreed {
     uint64_t heap;
     uint32_t engines;
     int32_t backend;
-  } mine{attr.local_mem_size, o.data_op_engine_type, backend};
+    int32_t status;
+    char why[236];
+  } mine{attr.local_mem_size, o.data_op_engine_type, backend, TDIST_SUCCESS, {}};
+  auto refuse = [&](int code, const std::string &why) {
+    mine.status = code;
+    std::snprintf(mine.why, sizeof mine.why, "%s", why.c_str());
+  };
+  try {
+    TransportOptions to;
+    to.engine_mask = o.data_op_engine_type;
+    to.device_id = o.device_id;
+    c->transport = c->cpu_backend ? make_cpu_transport(to) : make_cuda_transport(to);
+    std::string why = c->transport->check_capacity(total, c->cp->local_size());
+    if (!why.empty()) refuse(TDIST_ERR_SMEM, why);
+  } catch (const Error &e) {
+    refuse(e.code(), e.what());
+  }
   auto all = c->cp->allgather(std::string(reinterpret_cast<char *>(&mine), sizeof mine));
-  for (int pe = 0; pe < c->cp->size(); ++pe) {
-    Agreed a;
-    std::memcpy(&a, all[pe].data(), sizeof a);
-    TDIST_CHECK(a.heap == mine.heap && a.engines == mine.engines && a.backend == mine.backend,
-                TDIST_ERR_COLLECTIVE_MISMATCH,
-                "init: PE %d asked for a %llu-byte heap, engines 0x%x, backend %d; PE %d for "
-                "%llu bytes, engines 0x%x, backend %d",
-                pe, (unsigned long long)a.heap, a.engines, a.backend, attr.my_rank,
-                (unsigned long long)mine.heap, mine.engines, mine.backend);
+  std::vector<Agreed> req(all.size());
+  for (size_t pe = 0; pe < all.size(); ++pe) std::memcpy(&req[pe], all[pe].data(), sizeof(Agreed));
+  int code = TDIST_SUCCESS;
+  std::string verdict;
+  for (size_t pe = 1; pe < req.size() && !code; ++pe)
+    if (req[pe].heap != req[0].heap || req[pe].engines != req[0].engines || req[pe].backend != req[0].backend) {
+      code = TDIST_ERR_COLLECTIVE_MISMATCH;
+      verdict = strfmt("init: collective mismatch: PE 0 asked for a %llu-byte heap (engines 0x%x, backend %d), "
+                       "PE %zu for a %llu-byte heap (engines 0x%x, backend %d); every PE must pass the same "
+                       "local_mem_size, data_op_engine_type and backend",
+                       (unsigned long long)req[0].heap, req[0].engines, req[0].backend, pe,
+                       (unsigned long long)req[pe].heap, req[pe].engines, req[pe].backend);
+    }
+  for (size_t pe = 0; pe < req.size() && !code; ++pe)
+    if (req[pe].status != TDIST_SUCCESS) {
+      code = req[pe].status;
+      req[pe].why[sizeof req[pe].why - 1] = '\0';
+      verdict = strfmt("init failed on PE %zu: %s", pe, req[pe].why);
+    }
+  if (code) {
+    try {
+      c->cp->finalize();  // an agreed failure: nobody is lost
+    } catch (const std::exception &) {
+    }
+    TDIST_THROW(code, "%s", verdict.c_str());
   }
 
-  TransportOptions to;
-  to.engine_mask = o.data_op_engine_type;
-  to.device_id = o.device_id;
-  c->transport = c->cpu_backend ? make_cpu_transport(to) : make_cuda_transport(to);
-  size_t total = TDIST_HEAP_RESERVED + attr.local_mem_size;
-  total = (total + kHeapGranule - 1) / kHeapGranule * kHeapGranule;
   c->transport->map(*c->cp, total);
   c->transport->zero(0, TDIST_HEAP_RESERVED);
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -30,6 +31,14 @@ class HeapTransport {
   // share it with the local peers, and map theirs. After this, local_base() and peer_bases()
   // are valid. peer_bases()[pe] is NULL for PEs not reachable by load/store.
   virtual void map(ControlPlane &cp, size_t bytes) = 0;
+  // Before map(), on every PE: "" when this host can back `bytes` of heap for each of its
+  // `local_pes` PEs, else why not (init then fails on every PE with TDIST_ERR_SMEM). Default: no
+  // check (the NVIDIA backend's cuMemCreate reports what it cannot allocate at map()).
+  virtual std::string check_capacity(size_t bytes, int local_pes) const {
+    (void)bytes;
+    (void)local_pes;
+    return {};
+  }
   virtual void *local_base() const = 0;
   virtual const std::vector<void *> &peer_bases() const = 0;
   // Zero `n` bytes at heap offset `off` of the local heap (calloc, internal region).

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -324,4 +326,34 @@ TEST(UniqueId, CarriesAStoreSecret) {
   EXPECT_NE(reply.find("authentication failed"), std::string::npos) << reply.substr(16);
   EXPECT_EQ(tdist_ctrl_barrier(), TDIST_SUCCESS) << tdist_last_error_message();  // the job is unaffected
   EXPECT_EQ(tdist_finalize(), TDIST_SUCCESS) << tdist_last_error_message();
+}
+
+// A heap larger than the host can back is refused at init, not accepted to fault when touched.
+TEST(HeapCapacity, TooLargeForThisHostIsRefusedAtInit) {
+  uint64_t total_kb = 0;
+  std::FILE *f = std::fopen("/proc/meminfo", "r");
+  ASSERT_NE(f, nullptr);
+  char key[64];
+  unsigned long long kb;
+  while (std::fscanf(f, "%63s %llu kB\n", key, &kb) == 2)
+    if (!std::strcmp(key, "MemTotal:") || !std::strcmp(key, "SwapTotal:")) total_kb += kb;
+  std::fclose(f);
+  const uint64_t want = std::max<uint64_t>(200ull << 30, 2 * (total_kb << 10));  // 200 GiB, the case
+  if (want > (1ull << 40)) GTEST_SKIP() << "this host has more than 512 GiB of memory and swap";
+  tdist_uniqueid_t uid;
+  ASSERT_EQ(tdist_get_uniqueid(&uid), TDIST_SUCCESS);
+  tdist_init_attr_t a;
+  tdist_init_attr_default(&a);
+  a.local_mem_size = want;
+  a.option_attr.backend = TDIST_BACKEND_CPU;
+  EXPECT_EQ(tdist_init_with_uniqueid(&uid, 0, 1, &a), TDIST_ERR_SMEM);
+  std::string m = tdist_last_error_message();
+  EXPECT_NE(m.find("more than it can back"), std::string::npos) << m;
+  EXPECT_FALSE(tdist_initialized());
+  if (tdist_initialized()) tdist_finalize();
+  // What fits still initialises.
+  a.local_mem_size = 64u << 20;
+  ASSERT_EQ(tdist_get_uniqueid(&uid), TDIST_SUCCESS);
+  EXPECT_EQ(tdist_init_with_uniqueid(&uid, 0, 1, &a), TDIST_SUCCESS) << tdist_last_error_message();
+  EXPECT_EQ(tdist_finalize(), TDIST_SUCCESS);
 }

@@ -3,7 +3,8 @@
 // and exit with kExitReported.
 //
 // Environment: TDIST_FAULT_POINT = bootstrap | never_join | malloc | barrier | kernel_wait |
-// device_barrier | host_wait | none; TDIST_FAULT_RANK = the victim; TDIST_FAULT_JOIN_S = bootstrap timeout.
+// device_barrier | host_wait | none; TDIST_FAULT_RANK = the victim; TDIST_FAULT_JOIN_S = bootstrap timeout;
+// TDIST_FAULT_CONTROL_S = control timeout (a number, or "join" for the bootstrap timeout).
 //
 // Exit codes: 0 = no fault point and the job ran cleanly; 3 = the fault was reported with a
 // lost-rank message and nothing leaked; 4 = reported, but descriptors or heap mappings leaked;
@@ -117,9 +118,13 @@ int main() {
   a.local_mem_size = 4u << 20;
   a.option_attr.backend = TDIST_BACKEND_CPU;
   a.option_attr.wait_timeout_ms = 0;  // waits are unbounded: only the watchdog can end them
-  a.option_attr.control_timeout_s = 120;
   const char *js = std::getenv("TDIST_FAULT_JOIN_S");
   a.option_attr.shm_init_timeout_s = js ? unsigned(std::atoi(js)) : 10;
+  // TDIST_FAULT_CONTROL_S = "join": the control timeout equals the join timeout, as the defaults
+  // (120 s each) have it.
+  const char *cs = std::getenv("TDIST_FAULT_CONTROL_S");
+  a.option_attr.control_timeout_s =
+      !cs ? 120 : std::strcmp(cs, "join") == 0 ? a.option_attr.shm_init_timeout_s : unsigned(std::atoi(cs));
 
   auto t0 = std::chrono::steady_clock::now();
   int rc = tdist_init_from_env(&a);

@@ -9,6 +9,8 @@ tdist-run, which would stop the survivors itself) and the test asserts:
   - no descriptor or heap mapping leaked inside a survivor (fault_app compares /proc/self/fd and
     /proc/self/maps before init and after finalize), nothing new appeared in /dev/shm, and no
     process of the job is left (every rank runs in its own session; none may remain).
+never_join runs with the control timeout longer than the join timeout and with both equal (as
+the defaults), the latter also for rank 0, the store's host ("never_join=" in the output).
 Then through tdist-run: the launcher's exit status is 128+9 naming the killed rank, and no rank
 process outlives it.
 
@@ -68,22 +70,24 @@ def job_processes(tag):
     return found
 
 
-def base_env(tag, point, victim, n, join_s):
+def base_env(tag, point, victim, n, join_s, control=None):
     env = dict(os.environ)
     env.update(TDIST_FAULT_POINT=point, TDIST_FAULT_RANK=str(victim), TDIST_FAULT_JOIN_S=str(join_s),
                TDIST_FAULT_TAG=tag, WORLD_SIZE=str(n))
+    if control is not None:
+        env["TDIST_FAULT_CONTROL_S"] = str(control)
     env.pop("TDIST_WAIT_TIMEOUT_MS", None)
     return env
 
 
-def run_direct(app, n, point, victim, bound, join_s=5):
+def run_direct(app, n, point, victim, bound, join_s=5, control=None):
     tag = f"tdist-fault-{os.getpid()}-{point}-{victim}-{random.randint(0, 1 << 30)}"
     port = free_port_pair()
     shm0 = shm_listing()
     procs = []
     t0 = time.monotonic()
     for r in range(n):
-        env = base_env(tag, point, victim, n, join_s)
+        env = base_env(tag, point, victim, n, join_s, control)
         env.update(RANK=str(r), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port))
         procs.append(subprocess.Popen([app], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -168,7 +172,10 @@ def main():
     ap.add_argument("--only", default=None, help="run only this point")
     a = ap.parse_args()
     n = a.n
-    cases = [(pt, v) for pt in POINTS for v in (0, n - 1)] + [("never_join", n - 1)]
+    # never_join: with the control timeout as long as the join timeout (the defaults: 120 s each),
+    # the missing rank must still be the one named, rank 0 (the store's host) included.
+    cases = [(pt, v, None) for pt in POINTS for v in (0, n - 1)] + [("never_join", n - 1, None)] + \
+        [("never_join", v, "join") for v in (n - 1, 0)]
     if a.only:
         cases = [c for c in cases if c[0] == a.only]
     failures = 0
@@ -184,9 +191,10 @@ def main():
     if errs:
         failures += 1
         print("\n".join(errs))
-    for point, victim in cases:
-        errs, el, detect, _ = run_direct(a.app, n, point, victim, a.bound)
-        print(f"{point:15s} victim {victim}  {'PASS' if not errs else 'FAIL'}  job {el:5.2f} s, "
+    for point, victim, control in cases:
+        errs, el, detect, _ = run_direct(a.app, n, point, victim, a.bound, control=control)
+        label = point + ("=" if control else "")
+        print(f"{label:15s} victim {victim}  {'PASS' if not errs else 'FAIL'}  job {el:5.2f} s, "
               f"slowest survivor reported after {detect:.3f} s", flush=True)
         if errs:
             failures += 1
