@@ -735,7 +735,7 @@ class MoeBuffer:
 
     # ---- high throughput ----
 
-    def _ht_dispatch(self, x, idx, w, T_real, T):
+    def _ht_dispatch(self, x, idx, w, T_real, T, recv_x):
         torch = self.torch
         W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.hidden, x.device
         cnt, flag, ring, ring_rows, ring_w, ready, credit = self.sym[:7]
@@ -745,8 +745,8 @@ class MoeBuffer:
         spos = torch.empty((max(T, 1), W), dtype=torch.int32, device=dev)
         plan = torch.empty(plan_len(E, W, L), dtype=torch.int64, device=dev)
         counts = torch.empty(L, dtype=torch.int32, device=dev)
-        recv_x = torch.empty((self.recv_rows, H), dtype=self.dtype, device=dev)
-        h_rows = torch.empty((W * self.max_tokens, K), dtype=torch.int32, device=dev)
+        recv_x = torch.empty((self.recv_rows, H), dtype=self.dtype, device=dev) if recv_x is None else recv_x
+        h_rows = torch.full((W * self.max_tokens, K), -1, dtype=torch.int32, device=dev)  # -1 past the tokens
         h_w = torch.empty((W * self.max_tokens, K), dtype=torch.float32, device=dev)
         bt = min(128, pow2(max(T, 1)))
         moe_layout_kernel[(E + W + 1,)](idx, pos, row, send_list, spos, T, T_real, E, L, K, W, self.max_tokens,
@@ -774,14 +774,14 @@ class MoeBuffer:
 
     # ---- low latency ----
 
-    def _ll_dispatch(self, x, idx, w, T_real, T):
+    def _ll_dispatch(self, x, idx, w, T_real, T, recv_x):
         torch = self.torch
         W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.hidden, x.device
         area, meta_j, meta_pos, meta_w, hdr, flag = self.sym[:6]
-        recv_x = torch.empty((L, W * self.max_tokens, H), dtype=self.dtype, device=dev)
+        recv_x = torch.empty((L, W * self.max_tokens, H), dtype=self.dtype, device=dev) if recv_x is None else recv_x
         counts = torch.empty(L, dtype=torch.int32, device=dev)
         spos = torch.empty((max(T, 1), W), dtype=torch.int32, device=dev)
-        h_rows = torch.empty((W * self.max_tokens, K), dtype=torch.int32, device=dev)
+        h_rows = torch.full((W * self.max_tokens, K), -1, dtype=torch.int32, device=dev)  # -1 past the tokens
         h_w = torch.empty((W * self.max_tokens, K), dtype=torch.float32, device=dev)
         n_recv = torch.empty(W, dtype=torch.int32, device=dev)
         status = torch.zeros(8, dtype=torch.int64, device=dev)
@@ -807,7 +807,7 @@ class MoeBuffer:
 
     # ---- API ----
 
-    def dispatch(self, x, topk_idx, topk_weights, check=True):
+    def dispatch(self, x, topk_idx, topk_weights, check=True, out=None):
         """Collective. ``x`` (T, H) of the buffer's dtype, ``topk_idx`` (T, K) int64 (-1: empty slot),
         ``topk_weights`` (T, K) float32; T <= max_tokens on every rank (a larger T fails on every rank).
         ``check``: raise ``InvalidValue`` on a bad input of any rank (one host synchronisation); with
@@ -825,10 +825,15 @@ class MoeBuffer:
         idx = topk_idx.to(torch.int64).contiguous()
         w = topk_weights.to(torch.float32).contiguous()
         T = min(T_real, self.max_tokens)  # a larger T is refused on every rank through the status words
+        want = (self.recv_rows, self.hidden) if self.mode == "high_throughput" else \
+            (self.L, self.W * self.max_tokens, self.hidden)
+        if out is not None and (tuple(out.shape) != want or out.dtype != self.dtype or not out.is_contiguous()):
+            raise KernelArgError(f"{what}: out must be a contiguous {want} {self.dtype}, got {tuple(out.shape)} "
+                                 f"{out.dtype}")
         if self.mode == "high_throughput":
-            recv_x, counts, h = self._ht_dispatch(x, idx, w, T_real, T)
+            recv_x, counts, h = self._ht_dispatch(x, idx, w, T_real, T, out)
         else:
-            recv_x, counts, h = self._ll_dispatch(x, idx, w, T_real, T)
+            recv_x, counts, h = self._ll_dispatch(x, idx, w, T_real, T, out)
         if check:
             h.check()
         return recv_x, counts, h
