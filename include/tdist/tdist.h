@@ -132,7 +132,15 @@ TDIST_EXPORT int tdist_team_destroy(tdist_team_t team);
 TDIST_EXPORT int tdist_ctrl_barrier(void);
 /** Every PE contributes `nbytes` from `in`; `out` receives n_pes * nbytes, PE order. */
 TDIST_EXPORT int tdist_ctrl_allgather(const void *in, void *out, size_t nbytes);
+/** Every PE passes the same root and nbytes; a root or size that differs, a root out of range or a
+ *  NULL buffer fails on every PE (TDIST_ERR_COLLECTIVE_MISMATCH / TDIST_ERR_INVALID_PARAM). */
 TDIST_EXPORT int tdist_ctrl_broadcast(void *buf, size_t nbytes, int root);
+
+/** For language bindings: this thread's next collective call (tdist_malloc, calloc, align, free,
+ *  team_split_strided, ctrl_allgather, ctrl_broadcast) takes part with an argument this PE could not
+ *  convert; the call fails on every PE with TDIST_ERR_INVALID_PARAM naming `why` and this PE, and
+ *  changes nothing. A binding that raised before the call would leave the other PEs waiting. */
+TDIST_EXPORT int tdist_collective_reject(const char *why);
 
 #ifdef __cplusplus
 } /* extern "C" */

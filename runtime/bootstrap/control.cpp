@@ -103,7 +103,7 @@ void ControlPlane::barrier() {
                                   (long long)n, size()));
 }
 
-std::vector<std::string> ControlPlane::allgather(const std::string &in) {
+std::vector<std::string> ControlPlane::allgather(const std::string &in, bool same_size) {
   const unsigned long long seq = seq_++;
   std::string base = strfmt("ag/%llu/", seq);
   client_->set(base + std::to_string(rank()), in);
@@ -112,7 +112,7 @@ std::vector<std::string> ControlPlane::allgather(const std::string &in) {
     out[r] = r == rank() ? in
                          : get_or_name(base + std::to_string(r),
                                        strfmt("all-gather #%llu: rank %d did not contribute", seq, r));
-  for (int r = 0; r < size(); ++r)
+  for (int r = 0; r < size() && same_size; ++r)
     TDIST_CHECK(out[r].size() == in.size(), TDIST_ERR_COLLECTIVE_MISMATCH,
                 "allgather: rank %d contributed %zu bytes, rank %d contributed %zu", r,
                 out[r].size(), rank(), in.size());

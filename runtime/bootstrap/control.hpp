@@ -48,8 +48,9 @@ class ControlPlane {
   double op_timeout_s() const { return cfg_.op_timeout_s; }
 
   void barrier();
-  // Every rank contributes `in` (same size everywhere, checked); returns all, rank order.
-  std::vector<std::string> allgather(const std::string &in);
+  // Every rank contributes `in` (same size everywhere, checked unless !same_size); returns all,
+  // rank order.
+  std::vector<std::string> allgather(const std::string &in, bool same_size = true);
   // Root's `data` is returned on every rank.
   std::string broadcast(const std::string &data, int root);
   // Tell the store this rank finished cleanly (so closing the connection is not a loss).

@@ -77,7 +77,19 @@ struct CollectiveRecord {
   uint64_t size;
   uint64_t align;
   int64_t offset;
+  uint32_t rejected = 0;  // a binding could not convert this PE's arguments: only the call counts
+  uint32_t pad = 0;
 };
+
+// tdist_collective_reject: why this thread's next collective call is to fail on every PE.
+thread_local std::string t_reject;
+
+// Takes the rejection meant for this call ("" if none).
+std::string take_reject() {
+  std::string r = std::move(t_reject);
+  t_reject.clear();
+  return r;
+}
 enum : uint32_t { kOpMalloc = 1, kOpCalloc = 2, kOpAlign = 3, kOpFree = 4, kOpSplit = 5 };
 const char *op_name(uint32_t op) {
   switch (op) {
@@ -112,9 +124,10 @@ std::vector<CollectiveRecord> agree(Context &c, const CollectiveRecord &mine, co
   for (size_t pe = 1; pe < recs.size(); ++pe) {
     const CollectiveRecord &r = recs[pe];
     bool same = r.seq == r0.seq && r.op == r0.op &&
-                (r.op == kOpFree ? r.offset == r0.offset
-                                 : (r.size == r0.size && r.align == r0.align &&
-                                    (r.op != kOpSplit || r.offset == r0.offset)));
+                (r.rejected || r0.rejected ||
+                 (r.op == kOpFree ? r.offset == r0.offset
+                                  : (r.size == r0.size && r.align == r0.align &&
+                                     (r.op != kOpSplit || r.offset == r0.offset))));
     if (!same)
       TDIST_THROW(TDIST_ERR_COLLECTIVE_MISMATCH,
                   "collective mismatch: PE 0 called %s as collective call #%llu, PE %zu "
@@ -134,9 +147,12 @@ void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) 
   Context &c = require_context(api);
   std::lock_guard<std::mutex> g(c.mu);
   CollectiveRecord rec{c.collective_seq++, op, TDIST_SUCCESS, size, align, -1};
-  std::string why;
+  std::string why = take_reject();
   std::optional<size_t> off;
-  if (size == 0) {
+  if (!why.empty()) {
+    rec.status = TDIST_ERR_INVALID_PARAM;
+    rec.rejected = 1;
+  } else if (size == 0) {
     rec.status = TDIST_ERR_INVALID_PARAM;
     why = "size must be > 0";
   } else if (align == 0 || (align & (align - 1)) != 0) {
@@ -474,8 +490,11 @@ int tdist_free(void *ptr) {
     Context &c = require_context("tdist_free");
     std::lock_guard<std::mutex> g(c.mu);
     CollectiveRecord rec{c.collective_seq++, kOpFree, TDIST_SUCCESS, 0, 0, -1};
-    std::string why;
-    if (ptr) {
+    std::string why = take_reject();
+    if (!why.empty()) {
+      rec.status = TDIST_ERR_INVALID_PARAM;
+      rec.rejected = 1;
+    } else if (ptr) {
       uintptr_t p = reinterpret_cast<uintptr_t>(ptr), b = reinterpret_cast<uintptr_t>(c.state.heap_base);
       if (p < b + TDIST_HEAP_RESERVED || p >= b + c.state.heap_size) {
         rec.status = TDIST_ERR_INVALID_PARAM;
@@ -576,13 +595,19 @@ int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int siz
     TDIST_CHECK(new_team, TDIST_ERR_INVALID_PARAM, "new_team is NULL");
     *new_team = TDIST_TEAM_INVALID;
     std::lock_guard<std::mutex> g(c.mu);
-    TDIST_CHECK(parent >= 0 && size_t(parent) < c.teams.size() && c.teams[parent].valid,
-                TDIST_ERR_INVALID_PARAM, "parent team %d does not exist", parent);
-    const Team p = c.teams[parent];
+    // A bad parent is this PE's verdict, carried by the agreement (the others must not wait).
+    const bool parent_ok = parent >= 0 && size_t(parent) < c.teams.size() && c.teams[parent].valid;
+    const Team p = parent_ok ? c.teams[parent] : c.teams[0];
     CollectiveRecord rec{c.collective_seq++, kOpSplit, TDIST_SUCCESS, uint64_t(uint32_t(start)),
                          uint64_t(uint32_t(stride)), int64_t(size)};
-    std::string why;
-    if (start < 0 || stride < 1 || size < 1 || int64_t(start) + int64_t(stride) * (size - 1) >= p.size) {
+    std::string why = take_reject();
+    if (!why.empty()) {
+      rec.status = TDIST_ERR_INVALID_PARAM;
+      rec.rejected = 1;
+    } else if (!parent_ok) {
+      rec.status = TDIST_ERR_INVALID_PARAM;
+      why = strfmt("parent team %d does not exist", parent);
+    } else if (start < 0 || stride < 1 || size < 1 || int64_t(start) + int64_t(stride) * (size - 1) >= p.size) {
       rec.status = TDIST_ERR_INVALID_PARAM;
       why = strfmt("start %d, stride %d, size %d do not fit a parent team of %d PEs", start, stride,
                    size, p.size);
@@ -616,24 +641,86 @@ int tdist_ctrl_barrier(void) {
   return c_boundary("tdist_ctrl_barrier", [&] { require_context("tdist_ctrl_barrier").cp->barrier(); });
 }
 
+// The control plane's all-gather and broadcast carry every PE's verdict and size, so a bad call on
+// one PE (a NULL buffer, a root out of range, a size or root that differs, an argument a binding
+// rejected) fails on every PE with the same error instead of leaving the others waiting.
+namespace {
+struct CtrlHeader {
+  int32_t status;
+  int32_t root;
+  uint64_t nbytes;
+  char why[200];
+};
+
+std::vector<CtrlHeader> ctrl_agree(Context &c, CtrlHeader mine, const std::string &why, const std::string &data,
+                                   std::vector<std::string> *payloads) {
+  std::snprintf(mine.why, sizeof mine.why, "%s", why.c_str());
+  std::string in(reinterpret_cast<const char *>(&mine), sizeof mine);
+  in += data;
+  auto all = c.cp->allgather(in, /*same_size=*/false);
+  std::vector<CtrlHeader> h(all.size());
+  for (size_t pe = 0; pe < all.size(); ++pe) {
+    TDIST_CHECK(all[pe].size() >= sizeof(CtrlHeader), TDIST_ERR_BOOTSTRAP, "PE %zu sent a short control record", pe);
+    std::memcpy(&h[pe], all[pe].data(), sizeof(CtrlHeader));
+    h[pe].why[sizeof h[pe].why - 1] = '\0';
+    if (payloads) payloads->push_back(all[pe].substr(sizeof(CtrlHeader)));
+  }
+  for (size_t pe = 0; pe < h.size(); ++pe)
+    if (h[pe].status != TDIST_SUCCESS) TDIST_THROW(h[pe].status, "failed on PE %zu: %s", pe, h[pe].why);
+  return h;
+}
+}  // namespace
+
 int tdist_ctrl_allgather(const void *in, void *out, size_t nbytes) {
   return c_boundary("tdist_ctrl_allgather", [&] {
     Context &c = require_context("tdist_ctrl_allgather");
-    TDIST_CHECK(nbytes == 0 || (in && out), TDIST_ERR_INVALID_PARAM, "in/out is NULL");
-    auto all = c.cp->allgather(std::string(static_cast<const char *>(in), nbytes));
-    for (size_t r = 0; r < all.size(); ++r)
-      std::memcpy(static_cast<char *>(out) + r * nbytes, all[r].data(), nbytes);
+    CtrlHeader mine{TDIST_SUCCESS, -1, nbytes, {}};
+    std::string why = take_reject();
+    if (!why.empty()) mine.status = TDIST_ERR_INVALID_PARAM;
+    else if (nbytes && (!in || !out)) mine.status = TDIST_ERR_INVALID_PARAM, why = "in/out is NULL";
+    else if (nbytes > kStoreMaxValue - sizeof(CtrlHeader))
+      mine.status = TDIST_ERR_INVALID_PARAM, why = strfmt("%zu bytes exceed the control plane's limit", nbytes);
+    std::string data = mine.status ? std::string() : std::string(static_cast<const char *>(in), nbytes);
+    std::vector<std::string> all;
+    auto h = ctrl_agree(c, mine, why, data, &all);
+    for (size_t pe = 1; pe < h.size(); ++pe)
+      TDIST_CHECK(h[pe].nbytes == h[0].nbytes, TDIST_ERR_COLLECTIVE_MISMATCH,
+                  "collective mismatch: PE 0 contributed %llu bytes, PE %zu %llu bytes",
+                  (unsigned long long)h[0].nbytes, pe, (unsigned long long)h[pe].nbytes);
+    for (size_t r = 0; r < all.size(); ++r) std::memcpy(static_cast<char *>(out) + r * nbytes, all[r].data(), nbytes);
   });
 }
 
 int tdist_ctrl_broadcast(void *buf, size_t nbytes, int root) {
   return c_boundary("tdist_ctrl_broadcast", [&] {
     Context &c = require_context("tdist_ctrl_broadcast");
-    TDIST_CHECK(nbytes == 0 || buf, TDIST_ERR_INVALID_PARAM, "buf is NULL");
+    const int n = c.cp->size();
+    CtrlHeader mine{TDIST_SUCCESS, root, nbytes, {}};
+    std::string why = take_reject();
+    if (!why.empty()) mine.status = TDIST_ERR_INVALID_PARAM;
+    else if (nbytes && !buf) mine.status = TDIST_ERR_INVALID_PARAM, why = "buf is NULL";
+    else if (root < 0 || root >= n)
+      mine.status = TDIST_ERR_INVALID_PARAM, why = strfmt("broadcast root %d out of range [0, %d)", root, n);
+    else if (nbytes > kStoreMaxValue)
+      mine.status = TDIST_ERR_INVALID_PARAM, why = strfmt("%zu bytes exceed the control plane's limit", nbytes);
+    // First every PE's root and size (one small all-gather), then the root's bytes.
+    auto h = ctrl_agree(c, mine, why, "", nullptr);
+    for (int pe = 1; pe < n; ++pe) {
+      TDIST_CHECK(h[pe].root == h[0].root, TDIST_ERR_COLLECTIVE_MISMATCH,
+                  "collective mismatch: PE 0 named root %d, PE %d named root %d", h[0].root, pe, h[pe].root);
+      TDIST_CHECK(h[pe].nbytes == h[0].nbytes, TDIST_ERR_COLLECTIVE_MISMATCH,
+                  "collective mismatch: PE 0 broadcasts %llu bytes, PE %d expects %llu",
+                  (unsigned long long)h[0].nbytes, pe, (unsigned long long)h[pe].nbytes);
+    }
     std::string v = c.cp->broadcast(std::string(static_cast<char *>(buf), nbytes), root);
-    TDIST_CHECK(v.size() == nbytes, TDIST_ERR_COLLECTIVE_MISMATCH,
-                "broadcast: root sent %zu bytes, this PE expected %zu", v.size(), nbytes);
+    TDIST_CHECK(v.size() == nbytes, TDIST_ERR_INNER, "broadcast: root sent %zu bytes, %zu agreed", v.size(), nbytes);
     std::memcpy(buf, v.data(), nbytes);
+  });
+}
+
+int tdist_collective_reject(const char *why) {
+  return c_boundary("tdist_collective_reject", [&] {
+    t_reject = why && *why ? why : "an argument was rejected on this PE";
   });
 }
 

@@ -373,6 +373,54 @@ TEST(BadInput, FreeOfForeignPointerAndDoubleFree) {
   EXPECT_EQ(tdist_free(nullptr), TDIST_SUCCESS);
 }
 
+// Control-plane collectives whose PEs disagree fail on every PE, the root included, and leave the
+// job usable (a root mismatch used to be silent, a size mismatch returned SUCCESS on the root).
+TEST(BadInput, BroadcastMismatchFailsEverywhere) {
+  if (npes() < 2) GTEST_SKIP() << "needs two PEs";
+  int64_t v = 100 + me();
+  // PE 1 names itself the root, the others PE 0.
+  EXPECT_EQ(tdist_ctrl_broadcast(&v, sizeof v, me() == 1 ? 1 : 0), TDIST_ERR_COLLECTIVE_MISMATCH);
+  EXPECT_NE(std::string(tdist_last_error_message()).find("root"), std::string::npos) << tdist_last_error_message();
+  EXPECT_EQ(v, 100 + me());
+  // The last PE expects half the bytes.
+  EXPECT_EQ(tdist_ctrl_broadcast(&v, me() == npes() - 1 ? 4 : 8, 0), TDIST_ERR_COLLECTIVE_MISMATCH);
+  std::string m = tdist_last_error_message();
+  EXPECT_NE(m.find("8 bytes"), std::string::npos) << m;
+  EXPECT_NE(m.find("expects 4"), std::string::npos) << m;
+  EXPECT_EQ(v, 100 + me());
+  // A root out of range on one PE only.
+  EXPECT_EQ(tdist_ctrl_broadcast(&v, sizeof v, me() == 0 ? npes() : 0), TDIST_ERR_INVALID_PARAM);
+  EXPECT_NE(std::string(tdist_last_error_message()).find("failed on PE 0"), std::string::npos)
+      << tdist_last_error_message();
+  // All-gather sizes that differ.
+  std::vector<int64_t> out(size_t(npes()) * 2);
+  EXPECT_EQ(tdist_ctrl_allgather(&v, out.data(), me() == 1 ? 4 : 8), TDIST_ERR_COLLECTIVE_MISMATCH);
+  // And then it works.
+  EXPECT_EQ(tdist_ctrl_broadcast(&v, sizeof v, npes() - 1), TDIST_SUCCESS) << tdist_last_error_message();
+  EXPECT_EQ(v, 100 + npes() - 1);
+  ASSERT_EQ(tdist_ctrl_barrier(), TDIST_SUCCESS);
+}
+
+// A binding that cannot convert one PE's argument still takes part: every PE fails, none waits.
+TEST(BadInput, RejectedArgumentFailsTheCollectiveEverywhere) {
+  if (npes() < 2) GTEST_SKIP() << "needs two PEs";
+  size_t before = tdist_heap_free_bytes();
+  if (me() == 1) ASSERT_EQ(tdist_collective_reject("tdist.malloc: size -1 is negative"), TDIST_SUCCESS);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(tdist_malloc(4096), nullptr);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  EXPECT_EQ(tdist_last_error(), TDIST_ERR_INVALID_PARAM);
+  std::string m = tdist_last_error_message();
+  EXPECT_NE(m.find("failed on PE 1: tdist.malloc: size -1 is negative"), std::string::npos) << m;
+  EXPECT_EQ(tdist_heap_free_bytes(), before);
+  if (me() == 0) ASSERT_EQ(tdist_collective_reject("bad root"), TDIST_SUCCESS);
+  int64_t v = 7;
+  EXPECT_EQ(tdist_ctrl_broadcast(&v, sizeof v, 0), TDIST_ERR_INVALID_PARAM);
+  void *p = tdist_malloc(4096);  // nothing lingers
+  ASSERT_NE(p, nullptr) << tdist_last_error_message();
+  EXPECT_EQ(tdist_free(p), TDIST_SUCCESS);
+}
+
 TEST(BadInput, PtrTranslation) {
   void *p = tdist_malloc(64);
   int local = 0;
