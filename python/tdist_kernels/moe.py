@@ -159,7 +159,7 @@ def moe_counts_kernel(row_ptr, cnt_ptr, flag_ptr, ctl_ptr, plan_ptr, counts_out_
     excl = tl.cumsum(colsum, axis=0) - colsum
     seg = tl.zeros([BLOCK_E], dtype=tl.int64)
     over_pe = rank * 0 + (1 << 30)
-    over_rows = tl.zeros([1], dtype=tl.int64).sum(axis=0)
+    over_rows = tl.sum(tl.zeros([1], dtype=tl.int64), axis=0)
     for p in range(0, world):
         in_p = (offs_e // L) == p
         start = tl.sum(tl.where(offs_e < p * L, colsum, 0), axis=0)
@@ -456,7 +456,7 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
         tl.store(hdr + 4, tl.load(idx_ptr + tl.where(code == 1, fbad, 0).to(tl.int64), mask=code == 1, other=0).to(tl.int64))
         _fence()
         dl.notify(flag_ptr + (par * world + rank) * SIG, p, e)
-    tok = dl.wait(flag_ptr + par * world * SIG, world, "sys", "acquire", waitValue=e)
+    tok = dl.wait(flag_ptr + par * world * SIG, world, "sys", "acquire", waitValue=e, slot_stride=8)
     hdrs = dl.consume_token(hdr_ptr + par * world * HDR, tok)
     offs_w = tl.arange(0, BLOCK_T)
     st = tl.load(hdrs + offs_w * HDR + 1, mask=offs_w < world, other=0)
@@ -549,7 +549,7 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
                      acc.to(area_ptr.dtype.element_ty), mask=rm[:, None] & hm[None, :])
         _fence()
         dl.notify(flag_ptr + ((par * world + rank) * S + s) * SIG, home, e)
-    tok = dl.wait(flag_ptr + par * world * S * SIG, world * S, "sys", "acquire", waitValue=e)
+    tok = dl.wait(flag_ptr + par * world * S * SIG, world * S, "sys", "acquire", waitValue=e, slot_stride=8)
     area = dl.consume_token(area_ptr + par * world * max_tokens * H, tok)
     nblk = tl.cdiv(H, BLOCK_H)
     for q in range(pid, tl.cdiv(T, BLOCK_T) * nblk, tl.num_programs(0)):
