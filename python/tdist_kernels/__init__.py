@@ -14,8 +14,8 @@ streams), ``_resources`` (``RESOURCES``: the buffer caches, side streams, placem
 the host protocols), ``_validate`` (argument checks). ``ops`` is the torch-facing API: it validates
 and dispatches to the op modules' plans. A new operation is a new module of the same shape: its
 kernels, its plan, its ``compile_cases`` (added to ``all_compile_cases`` below) and an entry in
-``ops``. (MoE, whose torch-facing object ``moe.MoeBuffer`` owns its buffers as DeepEP's Buffer does,
-compiles through ``moe.compile_cases``.)
+``ops``. (MoE's kernels compile through ``moe.compile_cases``; ``layers`` holds the EPMoE layer over
+``ops.moe_dispatch`` / ``ops.moe_combine``.)
 
 Importing the kernels needs Triton only; ``ops`` needs torch and an initialised tdist (CUDA
 backend) when called. The same kernel sources run on NVIDIA GPUs (stock Triton) and compile for
