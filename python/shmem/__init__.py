@@ -144,6 +144,16 @@ aclshmem_my_pe = my_pe = lambda: tdist.my_pe()  # noqa: E731
 aclshmem_n_pes = n_pes = lambda: tdist.n_pes()  # noqa: E731
 
 
+def _refuse(exc, call, *args):
+    """This PE's own argument error `exc` in the collective `call`: make the call fail on every PE
+    (InvalidParam naming this PE and the message) instead of raising here alone while the other PEs
+    wait in it. Raises that error; before init, `exc` itself."""
+    if tdist.initialized():
+        tdist.collective_reject(str(exc))
+        call(*args)  # fails on every PE
+    raise exc
+
+
 def _size(value, what, name):
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise errors.InvalidParam(f"{what}: {name} must be a non-negative int, got {value!r}", INVALID_PARAM)
@@ -151,11 +161,19 @@ def _size(value, what, name):
 
 
 def aclshmem_malloc(size):
-    return tdist.malloc(_size(size, "aclshmem_malloc", "size"))
+    try:
+        size = _size(size, "aclshmem_malloc", "size")
+    except errors.InvalidParam as e:
+        _refuse(e, tdist.malloc, 1)
+    return tdist.malloc(size)
 
 
 def aclshmem_calloc(count, size):
-    return tdist.calloc(_size(count, "aclshmem_calloc", "count"), _size(size, "aclshmem_calloc", "size"))
+    try:
+        count, size = _size(count, "aclshmem_calloc", "count"), _size(size, "aclshmem_calloc", "size")
+    except errors.InvalidParam as e:
+        _refuse(e, tdist.calloc, 1, 1)
+    return tdist.calloc(count, size)
 
 
 def aclshmem_free(ptr):
@@ -273,6 +291,51 @@ def _numpy_dtype(dtype):
     return nd
 
 
+def _tensor_layout(shape, dtype, device_id):
+    """This PE's checks of a create_tensor call, no collective step: (nbytes, view(ptr) -> tensor)."""
+    try:
+        shape = tuple(int(s) for s in ([shape] if isinstance(shape, int) else shape))
+    except (TypeError, ValueError) as e:
+        raise errors.InvalidParam(f"create_tensor: shape {shape!r} is not a sequence of ints ({e})",
+                                  INVALID_PARAM) from None
+    if any(s < 0 for s in shape):
+        raise errors.InvalidParam(f"create_tensor: negative dimension in shape {shape}", INVALID_PARAM)
+    numel = math.prod(shape)
+    if on_cuda():
+        torch = _torch()
+        dev = tdist.cuda_device()
+        if device_id is not None and int(device_id) != dev:
+            raise errors.InvalidParam(f"create_tensor: device_id={device_id} but this PE's heap is on cuda:{dev}",
+                                      INVALID_PARAM)
+        try:
+            itemsize = torch.empty((), dtype=dtype).element_size()
+        except (TypeError, RuntimeError) as e:
+            raise errors.InvalidParam(f"create_tensor: {dtype!r} is not a torch dtype ({e})", INVALID_PARAM) from None
+        nbytes = max(numel * itemsize, 1)
+
+        def view(ptr):
+            with torch.cuda.device(dev):
+                raw = torch.as_tensor(_CudaBytes(ptr, nbytes), device=f"cuda:{dev}")
+            return raw[:numel * itemsize].view(dtype).view(shape)
+        return nbytes, view
+    import numpy as np
+    if not tdist.initialized():
+        tdist.malloc(1)  # raises NotInitialized with the runtime's message
+    nd = _numpy_dtype(dtype)
+    nbytes = max(numel * nd.itemsize, 1)
+
+    def view(ptr):
+        import ctypes
+        try:
+            buf = (ctypes.c_uint8 * nbytes).from_address(ptr)
+            return np.frombuffer(buf, dtype=np.uint8, count=numel * nd.itemsize).view(nd).reshape(shape)
+        except Exception as e:  # every PE fails alike (same shape and dtype): free collectively
+            tdist.free(ptr)
+            raise errors.InvalidParam(f"create_tensor: cannot view the heap block as {nd}{shape}: {e}",
+                                      INVALID_PARAM) from None
+    return nbytes, view
+
+
 class _CudaBytes:
     """Exposes [ptr, ptr + nbytes) of device memory through __cuda_array_interface__ (uint8)."""
 
@@ -284,38 +347,14 @@ class _CudaBytes:
 def aclshmem_create_tensor(shape, dtype, device_id=None):
     """A tensor of ``shape``/``dtype`` on the symmetric heap (collective; same shape and dtype on every
     PE -- a mismatch fails on every PE with CollectiveMismatch). torch CUDA tensor on the CUDA
-    backend (``device_id`` must be this PE's device), numpy array on CPU ranks. Contents undefined."""
-    shape = tuple(int(s) for s in ([shape] if isinstance(shape, int) else shape))
-    if any(s < 0 for s in shape):
-        raise errors.InvalidParam(f"create_tensor: negative dimension in shape {shape}", INVALID_PARAM)
-    numel = math.prod(shape)
-    if on_cuda():
-        torch = _torch()
-        dev = tdist.cuda_device()
-        if device_id is not None and int(device_id) != dev:
-            raise errors.InvalidParam(f"create_tensor: device_id={device_id} but this PE's heap is on cuda:{dev}",
-                                      INVALID_PARAM)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        nbytes = max(numel * itemsize, 1)
-        ptr = tdist.malloc(nbytes)
-        with torch.cuda.device(dev):
-            raw = torch.as_tensor(_CudaBytes(ptr, nbytes), device=f"cuda:{dev}")
-        t = raw[:numel * itemsize].view(dtype).view(shape)
-    else:
-        import numpy as np
-        if not tdist.initialized():
-            tdist.malloc(1)  # raises NotInitialized with the runtime's message
-        nd = _numpy_dtype(dtype)
-        nbytes = max(numel * nd.itemsize, 1)
-        ptr = tdist.malloc(nbytes)
-        import ctypes
-        try:
-            buf = (ctypes.c_uint8 * nbytes).from_address(ptr)
-            t = np.frombuffer(buf, dtype=np.uint8, count=numel * nd.itemsize).view(nd).reshape(shape)
-        except Exception as e:  # every PE fails alike (same shape and dtype): free collectively
-            tdist.free(ptr)
-            raise errors.InvalidParam(f"create_tensor: cannot view the heap block as {nd}{shape}: {e}",
-                                      INVALID_PARAM) from None
+    backend (``device_id`` must be this PE's device), numpy array on CPU ranks. Contents undefined.
+    A bad shape, dtype or device on one PE fails the call on every PE."""
+    try:
+        nbytes, view = _tensor_layout(shape, dtype, device_id)
+    except errors.InvalidParam as e:
+        _refuse(e, tdist.malloc, 1)
+    ptr = tdist.malloc(nbytes)
+    t = view(ptr)
     _live[ptr] = nbytes
     return t
 
@@ -387,8 +426,9 @@ def aclshmem_free_tensor(t):
     """Free a tensor made by aclshmem_create_tensor (collective). Views of it must not be used after."""
     p = data_ptr(t)
     if p not in _live:
-        raise errors.InvalidParam(f"free_tensor: address {p:#x} is not the start of a tensor from "
-                                  "aclshmem_create_tensor (already freed, or a view)", INVALID_PARAM)
+        _refuse(errors.InvalidParam(f"free_tensor: address {p:#x} is not the start of a tensor from "
+                                    "aclshmem_create_tensor (already freed, or a view)", INVALID_PARAM),
+                tdist.free, 0)
     tdist.free(p)
     del _live[p]
 

@@ -11,6 +11,8 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/tuple.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -113,6 +115,68 @@ tdist_init_attr_t make_attr(int rank, int n_ranks, uint64_t local_mem_size, cons
   a.option_attr.wait_timeout_ms = wait_timeout_ms;
   return a;
 }
+
+// Arguments of a collective call. A value that cannot be converted (not an int, negative, too
+// large) must not raise here: the other PEs are already in, or about to enter, the collective and
+// would wait for this PE until their timeout. The runtime is told instead
+// (tdist_collective_reject) and a placeholder goes in, so the call fails on every PE with
+// InvalidParam naming this PE and the argument; the status is raised from that call.
+struct CollectiveArgs {
+  explicit CollectiveArgs(const char *name) : api(name) {}
+  const char *api;
+  std::string why;  // first rejected argument, "" if all converted
+
+  std::string repr(nb::handle h) {
+    nb::str r = nb::repr(h);
+    std::string out = r.c_str();
+    return out.size() > 64 ? out.substr(0, 61) + "..." : out;
+  }
+  void reject(const std::string &w) {
+    if (why.empty()) why = std::string(api) + ": " + w;
+  }
+  // An integer in [lo, hi] (Python ints of any size; bool counts as an int, as in Python).
+  long long integer(nb::handle h, const char *name, long long lo, unsigned long long hi, long long placeholder) {
+    PyObject *idx = PyNumber_Index(h.ptr());
+    if (!idx) {
+      PyErr_Clear();
+      reject(std::string(name) + " must be an int, not " + Py_TYPE(h.ptr())->tp_name + " (" + repr(h) + ")");
+      return placeholder;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(idx, &overflow);
+    unsigned long long u = 0;
+    bool ok = overflow == 0 && v >= lo && (v < 0 || (unsigned long long)v <= hi);
+    if (overflow > 0 && hi > (unsigned long long)LLONG_MAX) {  // past int64 but maybe within uint64
+      u = PyLong_AsUnsignedLongLong(idx);
+      if (PyErr_Occurred()) PyErr_Clear();
+      else ok = u <= hi;
+      if (ok) v = (long long)u;
+    }
+    Py_DECREF(idx);
+    if (!ok) {
+      reject(strfmt_range(name, h, lo, hi));
+      return placeholder;
+    }
+    return v;
+  }
+  std::string strfmt_range(const char *name, nb::handle h, long long lo, unsigned long long hi) {
+    return std::string(name) + " " + repr(h) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  }
+  size_t size(nb::handle h, const char *name) { return size_t(integer(h, name, 0, SIZE_MAX, 1)); }
+  int i32(nb::handle h, const char *name, int placeholder) {
+    return int(integer(h, name, INT32_MIN, INT32_MAX, placeholder));
+  }
+  uintptr_t addr(nb::handle h, const char *name) { return uintptr_t(integer(h, name, 0, UINTPTR_MAX, 0)); }
+  std::string bytes(nb::handle h, const char *name) {
+    if (PyBytes_Check(h.ptr())) return std::string(PyBytes_AS_STRING(h.ptr()), size_t(PyBytes_GET_SIZE(h.ptr())));
+    reject(std::string(name) + " must be bytes, not " + Py_TYPE(h.ptr())->tp_name);
+    return {};
+  }
+  // Before the C call: hands a rejection to the runtime.
+  void commit() {
+    if (!why.empty() && tdist_collective_reject(why.c_str()) != TDIST_SUCCESS) raise_status(tdist_last_error(), api);
+  }
+};
 
 const tdist_device_state_t &state() {
   const tdist_device_state_t *s = tdist_host_device_state();
@@ -225,37 +289,54 @@ NB_MODULE(_C, m) {
       nb::arg("enable"), nb::arg("tls_info") = "");
 
   // ---- heap (collective) ----
-  m.def("malloc", [](size_t n) {
+  m.def("malloc", [](nb::handle size) {
+    CollectiveArgs a("tdist.malloc");
+    size_t n = a.size(size, "size");
+    a.commit();
     void *p;
     {
       nb::gil_scoped_release nogil;
       p = tdist_malloc(n);
     }
     return check_ptr(p, "tdist_malloc");
-  });
-  m.def("calloc", [](size_t c, size_t n) {
+  }, nb::arg("size").none());
+  m.def("calloc", [](nb::handle count, nb::handle size) {
+    CollectiveArgs a("tdist.calloc");
+    size_t c = a.size(count, "count"), n = a.size(size, "size");
+    a.commit();
     void *p;
     {
       nb::gil_scoped_release nogil;
       p = tdist_calloc(c, n);
     }
     return check_ptr(p, "tdist_calloc");
-  });
-  m.def("align", [](size_t a, size_t n) {
+  }, nb::arg("count").none(), nb::arg("size").none());
+  m.def("align", [](nb::handle alignment, nb::handle size) {
+    CollectiveArgs a("tdist.align");
+    size_t al = a.size(alignment, "alignment"), n = a.size(size, "size");
+    a.commit();
     void *p;
     {
       nb::gil_scoped_release nogil;
-      p = tdist_align(a, n);
+      p = tdist_align(al, n);
     }
     return check_ptr(p, "tdist_align");
-  });
-  m.def("free", [](uintptr_t p) {
+  }, nb::arg("alignment").none(), nb::arg("size").none());
+  m.def("free", [](nb::handle ptr) {
+    CollectiveArgs a("tdist.free");
+    uintptr_t p = a.addr(ptr, "ptr");
+    a.commit();
     int st;
     {
       nb::gil_scoped_release nogil;
       st = tdist_free(reinterpret_cast<void *>(p));
     }
     check(st, "tdist_free");
+  }, nb::arg("ptr").none());
+  // Tells the runtime that this PE's next collective call is to fail on every PE (Python layers
+  // above, e.g. shmem, reject their own arguments this way instead of raising alone).
+  m.def("collective_reject", [](const std::string &why) {
+    check(tdist_collective_reject(why.c_str()), "tdist_collective_reject");
   });
   m.def("heap_offset", [](uintptr_t p) {
     int64_t off = tdist_heap_offset(reinterpret_cast<void *>(p));
@@ -304,10 +385,12 @@ NB_MODULE(_C, m) {
     }
     check(st, "tdist_ctrl_barrier");
   });
-  m.def("ctrl_allgather", [](nb::bytes in) {
+  m.def("ctrl_allgather", [](nb::handle in) {
+    CollectiveArgs a("tdist.ctrl_allgather");
+    std::string src = a.bytes(in, "in");
+    a.commit();
     int n = state().n_pes;
-    std::string out(static_cast<size_t>(n) * in.size(), '\0');
-    std::string src(in.c_str(), in.size());
+    std::string out(static_cast<size_t>(n) * src.size(), '\0');
     int st;
     {
       nb::gil_scoped_release nogil;
@@ -315,17 +398,20 @@ NB_MODULE(_C, m) {
     }
     check(st, "tdist_ctrl_allgather");
     return nb::bytes(out.data(), out.size());
-  });
-  m.def("ctrl_broadcast", [](nb::bytes buf, int root) {
-    std::string b(buf.c_str(), buf.size());
+  }, nb::arg("data").none());
+  m.def("ctrl_broadcast", [](nb::handle buf, nb::handle root) {
+    CollectiveArgs a("tdist.ctrl_broadcast");
+    std::string b = a.bytes(buf, "buf");
+    int r = a.i32(root, "root", 0);
+    a.commit();
     int st;
     {
       nb::gil_scoped_release nogil;
-      st = tdist_ctrl_broadcast(b.data(), b.size(), root);
+      st = tdist_ctrl_broadcast(b.data(), b.size(), r);
     }
     check(st, "tdist_ctrl_broadcast");
     return nb::bytes(b.data(), b.size());
-  });
+  }, nb::arg("buf").none(), nb::arg("root").none());
 
   // ---- teams ----
   m.attr("TEAM_WORLD") = TDIST_TEAM_WORLD;
@@ -333,7 +419,11 @@ NB_MODULE(_C, m) {
   m.def("team_my_pe", [](int t) { return tdist_team_my_pe(t); });
   m.def("team_n_pes", [](int t) { return tdist_team_n_pes(t); });
   m.def("team_translate_pe", [](int src, int pe, int dst) { return tdist_team_translate_pe(src, pe, dst); });
-  m.def("team_split_strided", [](int parent, int start, int stride, int size) {
+  m.def("team_split_strided", [](nb::handle parent_, nb::handle start_, nb::handle stride_, nb::handle size_) {
+    CollectiveArgs a("tdist.team_split_strided");
+    int parent = a.i32(parent_, "parent", 0), start = a.i32(start_, "start", 0);
+    int stride = a.i32(stride_, "stride", 1), size = a.i32(size_, "size", 1);
+    a.commit();
     tdist_team_t t = TDIST_TEAM_INVALID;
     int st;
     {
@@ -342,7 +432,7 @@ NB_MODULE(_C, m) {
     }
     check(st, "tdist_team_split_strided");
     return t;
-  });
+  }, nb::arg("parent").none(), nb::arg("start").none(), nb::arg("stride").none(), nb::arg("size").none());
   m.def("team_destroy", [](int t) { check(tdist_team_destroy(t), "tdist_team_destroy"); });
 
   // ---- NVIDIA host API, resolved at run time ----

@@ -41,6 +41,9 @@ team_destroy = _C.team_destroy
 get_uniqueid = _C.get_uniqueid
 status_name = _C.status_name
 set_conf_store_tls = _C.set_conf_store_tls
+# For layers above the bindings (shmem): this PE's next collective call fails on every PE naming
+# `why` (a local argument error raised alone would leave the other PEs waiting in the collective).
+collective_reject = _C.collective_reject
 
 
 def _attr(**kw):

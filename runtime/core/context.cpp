@@ -443,6 +443,7 @@ int tdist_finalize(void) {
     std::lock_guard<std::mutex> g(g_init_mu);
     TDIST_CHECK(g_ctx, TDIST_ERR_NOT_INITED, "tdist_finalize called before tdist_init (or twice)");
     std::unique_ptr<Context> c = std::move(g_ctx);
+    t_reject.clear();
     c->transport->quiet();
     std::string err;
     try {
@@ -720,6 +721,7 @@ int tdist_ctrl_broadcast(void *buf, size_t nbytes, int root) {
 
 int tdist_collective_reject(const char *why) {
   return c_boundary("tdist_collective_reject", [&] {
+    require_context("tdist_collective_reject");  // nothing may linger for a later job
     t_reject = why && *why ? why : "an argument was rejected on this PE";
   });
 }
