@@ -1,6 +1,5 @@
 """Triton-distributed's device and host names on tdist (docs/PORTING.md): every name exists, each
 compiles to what its scope and semantics promise, and a name tdist lacks fails naming itself."""
-import re
 import warnings
 
 import pytest

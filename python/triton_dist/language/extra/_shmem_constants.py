@@ -54,8 +54,8 @@ def check_team(team, what):
     if t not in WORLD_TEAMS and t != -1:
         raise dlcore.DistributedError(
             f"{what}: team {t} has no device-side state in tdist: only NVSHMEM_TEAM_WORLD, NVSHMEMX_TEAM_NODE and "
-            "NVSHMEM_TEAM_SHARED (all the world team) exist on the device; translate the PEs of a split team on the host "
-            "(tdist.team_translate_pe) and pass world PE numbers")
+            "NVSHMEM_TEAM_SHARED (all the world team) exist on the device; translate the PEs of a split team on the "
+            "host (tdist.team_translate_pe) and pass world PE numbers")
     return t
 
 

@@ -148,8 +148,8 @@ def _stubs(names, doc):
 
 globals().update(_stubs(["team_my_pe", "team_n_pes", "team_translate_pe"],
                         "Device-side teams (the world team; node and shared are the world team)."))
-globals().update(_stubs(["barrier_all_block", "barrier_all_warp", "barrier", "barrier_block", "barrier_warp", "sync_all",
-                         "sync_all_block", "sync_all_warp", "sync", "team_sync_block", "team_sync_warp",
+globals().update(_stubs(["barrier_all_block", "barrier_all_warp", "barrier", "barrier_block", "barrier_warp",
+                         "sync_all", "sync_all_block", "sync_all_warp", "sync", "team_sync_block", "team_sync_warp",
                          "barrier_all_grid"], "Barriers across PEs; see the backend module for their scope."))
 globals().update(_stubs(["quiet_pe"], "Complete outstanding puts (to every PE)."))
 globals().update(_stubs(["int_p", "int_g", "int32_p", "int64_p", "uint64_p", "int32_g", "int64_g", "uint64_g"],

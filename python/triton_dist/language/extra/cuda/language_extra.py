@@ -50,7 +50,8 @@ def _pick(value, legal, what, argname):
                                    f"{', '.join(map(repr, legal))}")
         return legal[value]
     if value not in legal:
-        raise DistributedError(f"language_extra.{what}: {argname}={value!r} is not one of {', '.join(map(repr, legal))}")
+        raise DistributedError(f"language_extra.{what}: {argname}={value!r} is not one of "
+                               f"{', '.join(map(repr, legal))}")
     return value
 
 
