@@ -8,6 +8,7 @@
 #include <random>
 
 #include "bootstrap/store.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 
 namespace tdist {
@@ -43,10 +44,14 @@ ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
     so.tls = tls_;
     // A rank that never shows up fails the job, naming it, instead of every GET timing out.
     so.join_timeout_s = cfg.connect_timeout_s;
+    // A frozen rank (SIGSTOP, a debugger) keeps its connections open: its watchdog's heartbeats
+    // are what stop.
+    so.heartbeat_timeout_ms = env_heartbeat_timeout_ms();
     server_ = std::make_unique<StoreServer>(addr, cfg.n_ranks, std::move(so));
   }
   client_ = std::make_unique<StoreClient>(addr, cfg.rank, secret_, cfg.connect_timeout_s,
                                           cfg.op_timeout_s, tls_);
+  client_->share_store_lost(store_lost_);
   // Until every rank has joined (the all-gather below), a wait may be for a rank that never
   // starts: the store fails the job naming it at its join deadline, so no request of ours may
   // give up first (and blame whichever rank then leaves).
@@ -131,8 +136,10 @@ std::string ControlPlane::broadcast(const std::string &data, int root) {
 }
 
 std::unique_ptr<StoreClient> ControlPlane::connect_watcher() const {
-  return std::make_unique<StoreClient>(addr_, cfg_.rank, secret_, cfg_.connect_timeout_s,
-                                       cfg_.op_timeout_s, tls_, StoreClient::Role::kWatcher);
+  auto w = std::make_unique<StoreClient>(addr_, cfg_.rank, secret_, cfg_.connect_timeout_s,
+                                         cfg_.op_timeout_s, tls_, StoreClient::Role::kWatcher);
+  w->share_store_lost(store_lost_);
+  return w;
 }
 
 void ControlPlane::finalize() {

@@ -1,6 +1,7 @@
 // Control plane over the bootstrap store: what every backend uses for rendezvous.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -68,6 +69,8 @@ class ControlPlane {
   StoreTlsConfig tls_;
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<StoreClient> client_;
+  // Set by the watchdog's client when the store stops answering; fails this rank's requests.
+  std::shared_ptr<std::atomic<bool>> store_lost_ = std::make_shared<std::atomic<bool>>(false);
   uint64_t seq_ = 0;
   std::string job_id_;
   int local_rank_ = 0, local_size_ = 1;

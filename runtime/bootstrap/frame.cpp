@@ -15,7 +15,7 @@ std::string validate_frame_header(const FrameHeader &h) {
     return strfmt("value length %u exceeds %u", h.val_len, kStoreMaxValue);
   switch (static_cast<StoreOp>(h.op)) {
     case StoreOp::kHello: case StoreOp::kSet: case StoreOp::kGet: case StoreOp::kAdd:
-    case StoreOp::kDel: case StoreOp::kCheck: case StoreOp::kFinalize: case StoreOp::kWatch:
+    case StoreOp::kDel: case StoreOp::kCheck: case StoreOp::kFinalize: case StoreOp::kWatch: case StoreOp::kHeartbeat:
     case StoreOp::kReplyOk: case StoreOp::kReplyError:
       return {};
   }

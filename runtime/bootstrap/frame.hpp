@@ -24,7 +24,9 @@ enum class StoreOp : uint32_t {
   kCheck = 6,     // reply "1"/"0"
   kFinalize = 7,  // this rank leaves cleanly
   kWatch = 8,     // key = "<rank>", value = secret: a rank's watchdog connection (no requests);
-                  // the server answers OK, and later one REPLY_ERROR (key = lost rank) on failure
+                  // the server answers OK (value = its heartbeat timeout in ms, "0": none), and
+                  // later one REPLY_ERROR (key = lost rank) on failure
+  kHeartbeat = 9, // watch connections only: "this rank is alive"; answered OK
   kReplyOk = 100,
   kReplyError = 101,  // value = message (e.g. a lost rank)
 };

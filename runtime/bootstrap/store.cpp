@@ -159,14 +159,27 @@ struct StoreServer::Impl {
           return drop(fd, "protocol error: " + why);
         }
         const bool was_authenticated = state->authenticated(fd);
-        if (!state->handle(fd, f)) return drop(fd, "rejected");
+        if (!state->handle(fd, f, now_ms())) return drop(fd, "rejected");
         if (!was_authenticated && state->authenticated(fd)) c.dec.set_max_payload(kStoreMaxKey + kStoreMaxValue);
       }
     }
   }
 
+  uint64_t now_ms() const {
+    return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+  }
+
   void housekeeping() {
     auto now = Clock::now();
+    // A rank whose watchdog went silent is stopped or frozen: name it, and let go of it (its
+    // connections would otherwise hold the job's end until their timeouts).
+    for (int r : state->overdue(now_ms())) {
+      state->fail_all(strfmt("rank %d lost: no heartbeat from it for %.1f s (stopped, frozen, or its host is "
+                             "unreachable)",
+                             r, double(opts.heartbeat_timeout_ms) / 1000),
+                      r);
+      for (int fd : state->conns_of(r)) drop(fd, "no heartbeat");
+    }
     std::vector<int> stale;
     for (auto &[fd, c] : conns)
       if (!state->authenticated(fd) && now - c->accepted > std::chrono::duration<double>(opts.hello_timeout_s))
@@ -244,6 +257,7 @@ StoreServer::StoreServer(const StoreAddress &addr, int n_ranks, StoreServerOptio
   impl_->state = std::make_unique<StoreState>(
       n_ranks, impl_->opts.secret,
       [impl = impl_.get()](int fd, StoreOp op, const std::string &k, const std::string &v) { impl->send(fd, op, k, v); });
+  impl_->state->set_heartbeat_timeout_ms(impl_->opts.heartbeat_timeout_ms);
   if (impl_->opts.tls.enable)
     impl_->tls = make_tls_server_context(impl_->opts.tls, !impl_->opts.secret.empty());
   else if (impl_->opts.secret.empty() && !is_loopback(addr))
@@ -344,8 +358,10 @@ StoreClient::StoreClient(const StoreAddress &addr, int rank, const std::string &
     double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     ch_.connect_tls(tctx, addr.host, std::max(left, 5.0));
   }
-  request(role == Role::kWatcher ? StoreOp::kWatch : StoreOp::kHello, std::to_string(rank), secret);
+  std::string r = request(role == Role::kWatcher ? StoreOp::kWatch : StoreOp::kHello, std::to_string(rank), secret);
   joined_ = true;
+  int64_t hb = 0;
+  if (role == Role::kWatcher && parse_add_delta(r, &hb) && hb > 0) heartbeat_ms_ = uint64_t(hb);
 }
 
 StoreClient::~StoreClient() = default;
@@ -369,9 +385,17 @@ Frame StoreClient::read_frame(double timeout_s, const std::string &what) {
       TDIST_THROW(TDIST_ERR_TIMEOUT, "rank %d: store request for key '%s' timed out after %.0f s",
                   rank_, what.c_str(), timeout_s);
     }
+    if (store_lost_ && store_lost_->load()) {
+      ch_.close();
+      job_failed_ = true;
+      TDIST_THROW(TDIST_ERR_BOOTSTRAP,
+                  "rank %d: rank 0 lost: the store it hosts stopped answering (no heartbeat reply) while "
+                  "waiting for key '%s'",
+                  rank_, what.c_str());
+    }
     if (!ch_.buffered()) {
       pollfd p{ch_.fd(), POLLIN, 0};
-      int rc = ::poll(&p, 1, int(std::min<long long>(left, 1000)));
+      int rc = ::poll(&p, 1, int(std::min<long long>(left, store_lost_ ? 100 : 1000)));
       if (rc < 0 && errno != EINTR)
         TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: poll on store: %s", rank_, std::strerror(errno));
       if (rc <= 0) continue;
@@ -459,10 +483,20 @@ bool StoreClient::wait_for_failure(int stop_fd, int *lost_rank, std::string *mes
   Frame f;
   std::string why;
   char buf[65536];
+  const auto beat_every = std::chrono::milliseconds(std::clamp<uint64_t>(heartbeat_ms_ / 4, 50, 2000));
+  auto heard = Clock::now(), next_beat = Clock::now() + beat_every;
+  auto store_gone = [&](const std::string &m) {
+    *lost_rank = 0;
+    *message = m;
+    job_failed_ = true;
+    if (store_lost_) store_lost_->store(true);
+    return true;
+  };
   while (true) {
     auto r = dec_.next(&f, &why);
     if (r == FrameDecoder::kFrame) {
-      if (f.op != StoreOp::kReplyError) continue;
+      heard = Clock::now();
+      if (f.op != StoreOp::kReplyError) continue;  // a heartbeat's answer
       *lost_rank = -1;
       int64_t v;
       if (parse_add_delta(f.key, &v) && v >= 0 && v < (int64_t(1) << 30)) *lost_rank = int(v);
@@ -470,14 +504,26 @@ bool StoreClient::wait_for_failure(int stop_fd, int *lost_rank, std::string *mes
       job_failed_ = true;
       return true;
     }
-    if (r == FrameDecoder::kError) {
-      *lost_rank = 0;
-      *message = "rank 0 lost: the store it hosts sent a bad frame (" + why + ")";
-      return true;
+    if (r == FrameDecoder::kError)
+      return store_gone("rank 0 lost: the store it hosts sent a bad frame (" + why + ")");
+    const auto now = Clock::now();
+    if (heartbeat_ms_ > 0) {
+      if (now - heard > std::chrono::milliseconds(heartbeat_ms_))
+        return store_gone(strfmt("rank 0 lost: the store it hosts has not answered for %.1f s (rank 0 stopped, "
+                                 "frozen, or its host is unreachable)",
+                                 double(heartbeat_ms_) / 1000));
+      if (now >= next_beat) {
+        std::string hb = encode_frame(StoreOp::kHeartbeat, "", "");
+        if (!ch_.write_all(hb.data(), hb.size(), int(std::min<uint64_t>(heartbeat_ms_, 5000))))
+          return store_gone("rank 0 lost: the store connection failed (" + ch_.last_error() + ")");
+        next_beat = now + beat_every;
+      }
     }
     if (!ch_.buffered()) {
       pollfd p[2] = {{ch_.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-      int rc = ::poll(p, 2, 1000);
+      int wait_ms = heartbeat_ms_ > 0 ? int(std::chrono::duration_cast<std::chrono::milliseconds>(beat_every).count())
+                                      : 1000;
+      int rc = ::poll(p, 2, wait_ms);
       if (rc < 0 && errno != EINTR) {
         *lost_rank = -1;
         *message = strfmt("watchdog poll failed: %s", std::strerror(errno));
@@ -487,13 +533,9 @@ bool StoreClient::wait_for_failure(int stop_fd, int *lost_rank, std::string *mes
       if (rc <= 0 || !p[0].revents) continue;
     }
     ssize_t k = ch_.read_some(buf, sizeof buf);
-    if (k == 0 || k == -2) {
-      *lost_rank = 0;
-      *message = k == 0 ? "rank 0 lost: the store it hosted closed the connection"
-                        : "rank 0 lost: the store connection failed (" + ch_.last_error() + ")";
-      job_failed_ = true;
-      return true;
-    }
+    if (k == 0 || k == -2)
+      return store_gone(k == 0 ? "rank 0 lost: the store it hosted closed the connection"
+                               : "rank 0 lost: the store connection failed (" + ch_.last_error() + ")");
     if (k > 0) dec_.append(buf, size_t(k));
   }
 }

@@ -29,6 +29,8 @@ struct StoreServerOptions {
   double join_timeout_s = 0;
   // A connection that has not authenticated within this time is dropped.
   double hello_timeout_s = 10;
+  // A rank whose watchdog has sent no heartbeat for this long is lost (0: no heartbeat).
+  uint64_t heartbeat_timeout_ms = 0;
 };
 
 class StoreServer {
@@ -67,12 +69,17 @@ class StoreClient {
   // Leave the job cleanly; with wait_for_close, return once the server has shut down (skipped
   // once the job is known to have failed).
   void finalize(bool wait_for_close = false);
-  // Watcher role: blocks until the job fails or `stop_fd` becomes readable. Returns false on
-  // stop; true with the lost rank (-1 if unknown) and the server's message on failure. A closed
-  // store connection is a failure naming rank 0 (the store's host).
+  // Watcher role: blocks until the job fails or `stop_fd` becomes readable, sending the store a
+  // heartbeat at a quarter of the timeout it announced. Returns false on stop; true with the lost
+  // rank (-1 if unknown) and the server's message on failure. A closed store connection, or one
+  // that has not answered for the heartbeat timeout, is a failure naming rank 0 (the store's host).
   bool wait_for_failure(int stop_fd, int *lost_rank, std::string *message);
   // True once the store has reported the job failed (a lost rank) to this client.
   bool job_failed() const { return job_failed_; }
+  // Set (by the watchdog's client, which shares it) once the store is known to be gone or frozen:
+  // a request in progress or made later fails at once naming rank 0 instead of running to its
+  // timeout.
+  void share_store_lost(std::shared_ptr<std::atomic<bool>> flag) { store_lost_ = std::move(flag); }
   // The bound of each later request (while ranks may still be joining, the control plane
   // lengthens it past the store's join deadline, so the store names the missing rank first).
   void set_op_timeout(double s) { op_timeout_s_ = s; }
@@ -87,6 +94,8 @@ class StoreClient {
   double op_timeout_s_;
   bool job_failed_ = false;
   bool joined_ = false;  // HELLO / WATCH accepted
+  uint64_t heartbeat_ms_ = 0;  // watcher: the store's heartbeat timeout (0: none)
+  std::shared_ptr<std::atomic<bool>> store_lost_;
 };
 
 }  // namespace tdist

@@ -59,6 +59,7 @@ void StoreState::close(int conn, const std::string &why, bool stopping) {
     w = w->second.empty() ? waiters_.erase(w) : std::next(w);
   }
   watchers_.erase(conn);
+  if (p.watcher) last_beat_.erase(p.rank);  // it left (finalize stops the watchdog first)
   if (p.rank < 0 || p.watcher) return;
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -68,7 +69,22 @@ void StoreState::close(int conn, const std::string &why, bool stopping) {
     fail_all(strfmt("rank %d lost (%s before finalize)", p.rank, why.c_str()), p.rank);
 }
 
-bool StoreState::authenticate(int conn, Peer &p, const Frame &f) {
+std::vector<int> StoreState::overdue(uint64_t now_ms) const {
+  std::vector<int> out;
+  if (heartbeat_ms_ == 0) return out;
+  for (auto &[rank, t] : last_beat_)
+    if (now_ms > t && now_ms - t > heartbeat_ms_) out.push_back(rank);
+  return out;
+}
+
+std::vector<int> StoreState::conns_of(int rank) const {
+  std::vector<int> out;
+  for (auto &[c, p] : peers_)
+    if (p.rank == rank) out.push_back(c);
+  return out;
+}
+
+bool StoreState::authenticate(int conn, Peer &p, const Frame &f, uint64_t now_ms) {
   const bool watch = f.op == StoreOp::kWatch;
   if (!secret_matches(f.value, secret_)) {
     send_(conn, StoreOp::kReplyError, f.key, "authentication failed");
@@ -91,9 +107,10 @@ bool StoreState::authenticate(int conn, Peer &p, const Frame &f) {
   }
   p.rank = r;
   p.watcher = watch;
-  send_(conn, StoreOp::kReplyOk, f.key, "");
+  send_(conn, StoreOp::kReplyOk, f.key, watch ? std::to_string(heartbeat_ms_) : std::string());
   if (watch) {
     watchers_.insert(conn);
+    last_beat_[r] = now_ms;
     if (!failure_.empty()) send_(conn, StoreOp::kReplyError, std::to_string(failure_rank_), failure_);
   }
   return true;
@@ -126,14 +143,19 @@ void StoreState::collect() {
   }
 }
 
-bool StoreState::handle(int conn, Frame &f) {
+bool StoreState::handle(int conn, Frame &f, uint64_t now_ms) {
   auto pit = peers_.find(conn);
   if (pit == peers_.end()) return false;
   Peer &p = pit->second;
   if (p.rank < 0) {
-    if (f.op == StoreOp::kHello || f.op == StoreOp::kWatch) return authenticate(conn, p, f);
+    if (f.op == StoreOp::kHello || f.op == StoreOp::kWatch) return authenticate(conn, p, f, now_ms);
     send_(conn, StoreOp::kReplyError, f.key, "first message must be HELLO");
     return false;
+  }
+  if (p.watcher && f.op == StoreOp::kHeartbeat) {
+    last_beat_[p.rank] = std::max(last_beat_[p.rank], now_ms);
+    send_(conn, StoreOp::kReplyOk, f.key, "");
+    return true;
   }
   if (p.watcher) {
     send_(conn, StoreOp::kReplyError, f.key, "a watch connection sends no requests");

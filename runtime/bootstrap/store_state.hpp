@@ -8,6 +8,10 @@
 // its rank is in, and a rank asks for round s only after it finished every earlier round; so once
 // every rank has named a round past s (or finalized), nobody can read a key of round s any more
 // and the store deletes them.
+//
+// Liveness: a rank's watch connection sends HEARTBEAT frames; with a heartbeat timeout set, a rank
+// whose watchdog has been silent that long (stopped, frozen, its host gone) is reported by
+// overdue() and the server fails the job naming it.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +37,15 @@ class StoreState {
   // The connection is gone. A rank's request connection that goes before its FINALIZE fails the
   // job ("rank R lost (<why> before finalize)") unless `stopping`.
   void close(int conn, const std::string &why, bool stopping);
-  // One complete frame from `conn`; false when the connection must be dropped.
-  bool handle(int conn, Frame &f);
+  // One complete frame from `conn`, received at `now_ms` (any monotonic clock); false when the
+  // connection must be dropped.
+  bool handle(int conn, Frame &f, uint64_t now_ms = 0);
+  // 0: no heartbeat expected. Told to every watchdog when it joins.
+  void set_heartbeat_timeout_ms(uint64_t ms) { heartbeat_ms_ = ms; }
+  // Ranks whose watchdog joined and has sent nothing for longer than the heartbeat timeout.
+  std::vector<int> overdue(uint64_t now_ms) const;
+  // The connections of `rank` (its requests and its watchdog).
+  std::vector<int> conns_of(int rank) const;
   // Fails the job: every GET waiter and watcher hears `why` at once, later requests are refused.
   void fail_all(const std::string &why, int lost_rank);
 
@@ -56,7 +67,7 @@ class StoreState {
     bool watcher = false;
     bool finalized = false;
   };
-  bool authenticate(int conn, Peer &p, const Frame &f);
+  bool authenticate(int conn, Peer &p, const Frame &f, uint64_t now_ms);
   void store(const std::string &key, std::string value);
   // `rank` is now in round `seq` (UINT64_MAX: finalized): delete the rounds nobody can read.
   void advance(int rank, uint64_t seq);
@@ -72,6 +83,8 @@ class StoreState {
   std::set<int> watched_ranks_;
   std::string failure_;
   int failure_rank_ = -1;
+  uint64_t heartbeat_ms_ = 0;
+  std::map<int, uint64_t> last_beat_;  // rank -> when its watchdog last spoke
   // Garbage collection of the control plane's rounds.
   std::vector<uint64_t> progress_;  // per rank: the latest round it named
   uint64_t low_ = 0;                // min(progress_)

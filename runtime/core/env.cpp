@@ -35,8 +35,13 @@ uint64_t env_wait_timeout_ms() {
   return env_uint("TDIST_WAIT_TIMEOUT_MS", TDIST_DEFAULT_WAIT_TIMEOUT_MS, 0, kMaxTimeoutMs);
 }
 
+uint64_t env_heartbeat_timeout_ms() {
+  return env_uint("TDIST_HEARTBEAT_TIMEOUT_MS", kDefaultHeartbeatTimeoutMs, 0, kMaxTimeoutMs);
+}
+
 void check_environment() {
   env_wait_timeout_ms();
+  env_heartbeat_timeout_ms();
   env_uint("TDIST_STORE_PORT", 0, 1, 65535);
   env_flag("TDIST_DEBUG", false);
 }

@@ -17,11 +17,15 @@ uint64_t env_uint(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi);
 // A flag: unset/empty -> dflt, "0" -> false, "1" -> true; anything else throws INVALID_PARAM.
 bool env_flag(const char *name, bool dflt);
 // Parses every numeric TDIST_* variable the runtime reads (TDIST_WAIT_TIMEOUT_MS,
-// TDIST_STORE_PORT, TDIST_DEBUG): tdist_init calls it first, so a bad
+// TDIST_HEARTBEAT_TIMEOUT_MS, TDIST_STORE_PORT, TDIST_DEBUG): tdist_init calls it first, so a bad
 // value fails init even where the value itself would not be used.
 void check_environment();
 
 // The wait budget from TDIST_WAIT_TIMEOUT_MS (default TDIST_DEFAULT_WAIT_TIMEOUT_MS).
 uint64_t env_wait_timeout_ms();
+// The watchdog heartbeat bound from TDIST_HEARTBEAT_TIMEOUT_MS (rank 0's value serves the job;
+// default kDefaultHeartbeatTimeoutMs; 0 = no heartbeat).
+constexpr uint64_t kDefaultHeartbeatTimeoutMs = 10000;
+uint64_t env_heartbeat_timeout_ms();
 
 }  // namespace tdist

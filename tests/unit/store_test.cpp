@@ -241,3 +241,31 @@ TEST(StoreRounds, KeysOfFinishedRoundsAreDeleted) {
   EXPECT_EQ(st.rounds_held(), 0u);
   EXPECT_TRUE(st.all_done());
 }
+
+// A watchdog that stops sending heartbeats is overdue after the timeout; one that left is not.
+TEST(StoreHeartbeat, SilentWatchdogIsOverdue) {
+  std::vector<std::tuple<int, StoreOp, std::string, std::string>> sent;
+  StoreState st(2, "", [&](int c, StoreOp op, const std::string &k, const std::string &v) {
+    sent.emplace_back(c, op, k, v);
+  });
+  st.set_heartbeat_timeout_ms(1000);
+  for (int c : {1, 2, 3, 4}) st.open(c);
+  Frame f{StoreOp::kWatch, "0", ""};
+  ASSERT_TRUE(st.handle(1, f, 100));
+  EXPECT_EQ(std::get<3>(sent.back()), "1000");  // the watchdog learns the timeout
+  f = {StoreOp::kWatch, "1", ""};
+  ASSERT_TRUE(st.handle(2, f, 100));
+  f = {StoreOp::kHello, "1", ""};
+  ASSERT_TRUE(st.handle(3, f, 100));
+  f = {StoreOp::kHeartbeat, "", ""};
+  ASSERT_TRUE(st.handle(1, f, 900));
+  EXPECT_TRUE(st.overdue(1000).empty());
+  EXPECT_EQ(st.overdue(1500), std::vector<int>{1});  // rank 1's watchdog last spoke at 100
+  EXPECT_EQ(st.conns_of(1), (std::vector<int>{2, 3}));
+  ASSERT_TRUE(st.handle(1, f, 1800));
+  EXPECT_EQ(st.overdue(2500), std::vector<int>{1});
+  st.close(2, "closed", false);  // a watchdog that left (finalize) is not watched any more
+  EXPECT_TRUE(st.overdue(2500).empty());
+  f = {StoreOp::kHeartbeat, "", ""};
+  EXPECT_FALSE(st.handle(3, f, 2600));  // only watch connections beat
+}
