@@ -37,7 +37,7 @@ MODES = ("high_throughput", "low_latency")
 
 # counts row: E pair counts | W token counts | status (code, a, b, c)
 STATUS_OK, STATUS_BAD_EXPERT, STATUS_TOO_MANY_TOKENS, STATUS_RECV_OVERFLOW = 0, 1, 2, 3
-# plan (int64, local): header, then E row bases, W n_recv, W recv_base, W n_send, L expert counts
+# plan (int32, local): header, then E row bases, W n_recv, W recv_base, W n_send, L expert counts
 PLAN_HDR = tl.constexpr(8)  # status code, PE, a, b, c, max chunks, rows received here, tokens received here
 
 
@@ -50,19 +50,46 @@ def _fence():
     libshmem_device.fence()
 
 
+# Prefix sums. SCAN_QUAD: as a masked reduction (quadratic in the block, for the CPU-rank path:
+# triton-ascend 3.2 lowers tl.cumsum to a form whose bufferization op the CPU lowering cannot
+# translate); else tl.cumsum (CUDA).
+
+@triton.jit
+def _cumsum0(v, offs, SCAN_QUAD: tl.constexpr):
+    """Inclusive prefix sum of the block ``v`` (``offs`` = tl.arange over its length)."""
+    if SCAN_QUAD:
+        return tl.sum(tl.where(offs[None, :] <= offs[:, None], v[None, :], 0), axis=1)
+    else:
+        return tl.cumsum(v, axis=0)
+
+
+@triton.jit
+def _cumsum1(m, offs_k, BLOCK_K: tl.constexpr, SCAN_QUAD: tl.constexpr):
+    """Inclusive prefix sum along axis 1 of the 2-D block ``m`` (``offs_k`` = tl.arange(0, BLOCK_K))."""
+    if SCAN_QUAD:
+        acc = tl.where(offs_k[None, :] >= 0, 0, m)
+        for kk in tl.static_range(BLOCK_K):
+            col = tl.sum(tl.where(offs_k[None, :] == kk, m, 0), axis=1)
+            acc += tl.where(offs_k[None, :] >= kk, col[:, None], 0)
+        return acc
+    else:
+        return tl.cumsum(m, axis=1)
+
+
 # ---------------------------------------------------------------------------------------------
 # layout (high throughput): grid E + W + 1
 
 @triton.jit
 def moe_layout_kernel(idx_ptr, pos_ptr, row_ptr, send_list_ptr, spos_ptr,
                       T, T_real, E, L, K, W, max_tokens,
-                      BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr):
+                      BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr, SCAN_QUAD: tl.constexpr = False):
     """Program e < E: pos[t, k] (rank of pair (t, k) among this rank's pairs of expert e, token
     order then k) and row[e]; program E + p: the tokens sent to rank p (send_list[p, :]), their
     positions spos[t, p] (-1: not sent) and row[E + p]; the last program: the status words (first
     bad expert index, or T_real above max_tokens). T = min(T_real, max_tokens)."""
     pid = tl.program_id(0)
     offs_k = tl.arange(0, BLOCK_K)
+    offs_b = tl.arange(0, BLOCK_T)
     if pid < E:
         carry = 0
         for t0 in range(0, T, BLOCK_T):
@@ -72,11 +99,11 @@ def moe_layout_kernel(idx_ptr, pos_ptr, row_ptr, send_list_ptr, spos_ptr,
             idx = tl.load(idx_ptr + flat, mask=m2, other=-1)
             hit = (idx == pid).to(tl.int32)
             per_tok = tl.sum(hit, axis=1)
-            before = tl.cumsum(per_tok, axis=0) - per_tok
-            pos = carry + before[:, None] + tl.cumsum(hit, axis=1) - 1
+            before = _cumsum0(per_tok, offs_b, SCAN_QUAD) - per_tok
+            pos = carry + before[:, None] + _cumsum1(hit, offs_k, BLOCK_K, SCAN_QUAD) - 1
             tl.store(pos_ptr + flat, pos, mask=m2 & (hit > 0))
             carry += tl.sum(per_tok, axis=0)
-        tl.store(row_ptr + pid, carry.to(tl.int64))
+        tl.store(row_ptr + pid, carry)
     elif pid < E + W:
         p = pid - E
         carry = 0
@@ -87,11 +114,11 @@ def moe_layout_kernel(idx_ptr, pos_ptr, row_ptr, send_list_ptr, spos_ptr,
             idx = tl.load(idx_ptr + offs_t[:, None].to(tl.int64) * K + offs_k[None, :], mask=m2, other=-1)
             to_p = ((idx >= 0) & (idx < E) & (idx // L == p)).to(tl.int32)
             sent = tl.max(to_p, axis=1)
-            sp = carry + tl.cumsum(sent, axis=0) - 1
+            sp = carry + _cumsum0(sent, offs_b, SCAN_QUAD) - 1
             tl.store(spos_ptr + offs_t.to(tl.int64) * W + p, tl.where(sent > 0, sp, -1), mask=tm)
             tl.store(send_list_ptr + p * max_tokens + sp, offs_t, mask=tm & (sent > 0))
             carry += tl.sum(sent, axis=0)
-        tl.store(row_ptr + E + p, carry.to(tl.int64))
+        tl.store(row_ptr + E + p, carry)
     else:
         big = 2147483647
         first = big
@@ -102,11 +129,11 @@ def moe_layout_kernel(idx_ptr, pos_ptr, row_ptr, send_list_ptr, spos_ptr,
             idx = tl.load(idx_ptr + flat.to(tl.int64), mask=m2, other=-1)
             bad = m2 & ((idx < -1) | (idx >= E))
             first = tl.minimum(first, tl.min(tl.min(tl.where(bad, flat, big), axis=1), axis=0))
-        code = tl.where(first < big, 1, 0).to(tl.int64)
-        code = tl.where(T_real > max_tokens, 2, code).to(tl.int64)
-        a = tl.where(code == 2, T_real, first // K).to(tl.int64)
-        b = tl.where(code == 2, max_tokens, first % K).to(tl.int64)
-        val = tl.load(idx_ptr + tl.where(code == 1, first, 0).to(tl.int64), mask=code == 1, other=0).to(tl.int64)
+        code = tl.where(first < big, 1, 0)
+        code = tl.where(T_real > max_tokens, 2, code)
+        a = tl.where(code == 2, T_real, first // K)
+        b = tl.where(code == 2, max_tokens, first % K)
+        val = tl.load(idx_ptr + tl.where(code == 1, first, 0), mask=code == 1, other=0)
         tl.store(row_ptr + E + W, code)
         tl.store(row_ptr + E + W + 1, tl.where(code == 0, 0, a))
         tl.store(row_ptr + E + W + 2, tl.where(code == 0, 0, b))
@@ -119,8 +146,9 @@ def moe_layout_kernel(idx_ptr, pos_ptr, row_ptr, send_list_ptr, spos_ptr,
 @triton.jit
 def moe_counts_kernel(row_ptr, cnt_ptr, flag_ptr, ctl_ptr, plan_ptr, counts_out_ptr,
                       rank, world, E, L, R, max_recv, chunk,
-                      BLOCK_R: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_W: tl.constexpr):
-    """``cnt_ptr``: symmetric [2][W][R] int64 (R = E + W + 4); ``flag_ptr``: symmetric [2][W]
+                      BLOCK_R: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_W: tl.constexpr,
+                      SCAN_QUAD: tl.constexpr = False):
+    """``cnt_ptr``: symmetric [2][W][R] int32 (R = E + W + 4); ``flag_ptr``: symmetric [2][W]
     slots; ``ctl_ptr``: this buffer's call epoch (local). Parity reuse: a rank writes parity e % 2
     again in call e + 2, after it saw every peer's call-(e + 1) flag, set after that peer read call
     e's matrix."""
@@ -144,22 +172,28 @@ def moe_counts_kernel(row_ptr, cnt_ptr, flag_ptr, ctl_ptr, plan_ptr, counts_out_
     # every rank's status: the first failing rank wins, the same verdict on every rank
     st = tl.load(base_m + offs_w * R + E + world, mask=wm, other=0)
     bad_pe = tl.min(tl.where(st != 0, offs_w, 1 << 30), axis=0)
-    code = tl.load(base_m + bad_pe * R + E + world, mask=bad_pe < world, other=0)
-    a = tl.load(base_m + bad_pe * R + E + world + 1, mask=bad_pe < world, other=0)
-    b = tl.load(base_m + bad_pe * R + E + world + 2, mask=bad_pe < world, other=0)
-    c = tl.load(base_m + bad_pe * R + E + world + 3, mask=bad_pe < world, other=0)
+    # (every address stays in bounds, masked or not: CPU ranks may load a masked scalar anyway)
+    bp = tl.minimum(bad_pe, world - 1)
+    code = tl.load(base_m + bp * R + E + world, mask=bad_pe < world, other=0)
+    a = tl.load(base_m + bp * R + E + world + 1, mask=bad_pe < world, other=0)
+    b = tl.load(base_m + bp * R + E + world + 2, mask=bad_pe < world, other=0)
+    c = tl.load(base_m + bp * R + E + world + 3, mask=bad_pe < world, other=0)
+    code = tl.where(bad_pe < world, code, 0)
+    a = tl.where(bad_pe < world, a, 0)
+    b = tl.where(bad_pe < world, b, 0)
+    c = tl.where(bad_pe < world, c, 0)
     offs_e = tl.arange(0, BLOCK_E)
     em = offs_e < E
-    colsum = tl.zeros([BLOCK_E], dtype=tl.int64)
-    before = tl.zeros([BLOCK_E], dtype=tl.int64)
+    colsum = tl.zeros([BLOCK_E], dtype=tl.int32)
+    before = tl.zeros([BLOCK_E], dtype=tl.int32)
     for r in range(0, world):
         v = tl.load(base_m + r * R + offs_e, mask=em, other=0)
         colsum += v
         before += tl.where(r < rank, v, 0)
-    excl = tl.cumsum(colsum, axis=0) - colsum
-    seg = tl.zeros([BLOCK_E], dtype=tl.int64)
+    excl = _cumsum0(colsum, offs_e, SCAN_QUAD) - colsum
+    seg = tl.zeros([BLOCK_E], dtype=tl.int32)
     over_pe = rank * 0 + (1 << 30)
-    over_rows = tl.sum(tl.zeros([1], dtype=tl.int64), axis=0)
+    over_rows = tl.sum(tl.zeros([1], dtype=tl.int32), axis=0)
     for p in range(0, world):
         in_p = (offs_e // L) == p
         start = tl.sum(tl.where(offs_e < p * L, colsum, 0), axis=0)
@@ -178,18 +212,18 @@ def moe_counts_kernel(row_ptr, cnt_ptr, flag_ptr, ctl_ptr, plan_ptr, counts_out_
     n_recv = tl.load(base_m + offs_w * R + E + rank, mask=wm, other=0)
     n_send = tl.load(row_ptr + E + offs_w, mask=wm, other=0)
     tl.store(plan_ptr + PLAN_HDR + E + offs_w, n_recv, mask=wm)
-    tl.store(plan_ptr + PLAN_HDR + E + world + offs_w, tl.cumsum(n_recv, axis=0) - n_recv, mask=wm)
+    tl.store(plan_ptr + PLAN_HDR + E + world + offs_w, _cumsum0(n_recv, offs_w, SCAN_QUAD) - n_recv, mask=wm)
     tl.store(plan_ptr + PLAN_HDR + E + 2 * world + offs_w, n_send, mask=wm)
     mine_e = (offs_e // L) == rank
     tl.store(plan_ptr + PLAN_HDR + E + 3 * world + offs_e - rank * L, colsum, mask=mine_e & em)
-    tl.store(counts_out_ptr + offs_e - rank * L, colsum.to(tl.int32), mask=mine_e & em)
+    tl.store(counts_out_ptr + offs_e - rank * L, colsum, mask=mine_e & em)
     maxc = tl.max(tl.maximum((n_recv + chunk - 1) // chunk, (n_send + chunk - 1) // chunk), axis=0)
     tl.store(plan_ptr + 0, code)
-    tl.store(plan_ptr + 1, tl.where(code == 0, 0, bad_pe).to(tl.int64))
+    tl.store(plan_ptr + 1, tl.where(code == 0, 0, bad_pe))
     tl.store(plan_ptr + 2, a)
     tl.store(plan_ptr + 3, b)
     tl.store(plan_ptr + 4, c)
-    tl.store(plan_ptr + 5, tl.where(code == 0, maxc, 0).to(tl.int64))
+    tl.store(plan_ptr + 5, tl.where(code == 0, maxc, 0))
     tl.store(plan_ptr + 6, tl.sum(tl.where(mine_e & em, colsum, 0), axis=0))
     tl.store(plan_ptr + 7, tl.sum(n_recv, axis=0))
     tl.store(ctl_ptr, e)
@@ -252,7 +286,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                             here = (ex >= 0) & (ex // L == p)
                             base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
                             ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
-                            rows = tl.where(here, base + ps, -1).to(tl.int32)
+                            rows = tl.where(here, base + ps, -1)
                             wt = tl.load(w_ptr + flat, mask=mk, other=0.0)
                             moff = (slot + offs_c[:, None]).to(tl.int64) * K + offs_k[None, :]
                             tl.store(dl.symm_at(ring_rows_ptr, p) + moff, rows, mask=mk)
@@ -280,7 +314,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                         mask=m2)
                             for k in range(0, K):
                                 rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
-                                tl.store(out_ptr + rk[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v,
+                                tl.store(out_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v,
                                          mask=m2 & (rk >= 0)[:, None])
                         if s == 0:
                             tokn = tl.load(plan_ptr + PLAN_HDR + E + world + src) + c * chunk + offs_c
@@ -342,7 +376,7 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                             rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
                             wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
                             m2 = (cm & (rk >= 0))[:, None] & hm[None, :]
-                            yv = tl.load(y_ptr + rk[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+                            yv = tl.load(y_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
                             acc += wk[:, None] * yv.to(tl.float32)
                         tl.store(dst + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                                  acc.to(ring_ptr.dtype.element_ty), mask=cm[:, None] & hm[None, :])
@@ -397,7 +431,8 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
                            area_ptr, meta_j_ptr, meta_pos_ptr, meta_w_ptr, hdr_ptr, flag_ptr, ctl_ptr,
                            out_ptr, counts_ptr, spos_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, status_ptr,
                            rank, world, H, K, L, E, max_tokens, HDR,
-                           BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+                           BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr,
+                           SCAN_QUAD: tl.constexpr = False):
     """Programs [0, W): the sender to rank p = pid: its tokens (BLOCK_T >= max_tokens at once),
     their local expert ids, positions and weights into p's area [parity][rank], the header (token
     count, status), flag = epoch. Then every program: wait for the W flags, check every status, and
@@ -424,7 +459,7 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
         here = (idx >= 0) & (idx < E) & (idx // L == p) & m2
         sent = tl.max(here.to(tl.int32), axis=1)
         sent = tl.where(code == 0, sent, 0)
-        sp = tl.cumsum(sent, axis=0) - 1
+        sp = _cumsum0(sent, offs_t, SCAN_QUAD) - 1
         n = tl.sum(sent, axis=0)
         tl.store(spos_ptr + offs_t * world + p, tl.where(sent > 0, sp, -1), mask=tm)
         # pair positions among this rank's pairs of each expert of p: one scan per local expert
@@ -432,13 +467,13 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
         for j in range(0, L):
             hit = (here & (idx == p * L + j)).to(tl.int32)
             per_tok = tl.sum(hit, axis=1)
-            before = tl.cumsum(per_tok, axis=0) - per_tok
-            pos = tl.where(hit > 0, before[:, None] + tl.cumsum(hit, axis=1) - 1, pos)
+            before = _cumsum0(per_tok, offs_t, SCAN_QUAD) - per_tok
+            pos = tl.where(hit > 0, before[:, None] + _cumsum1(hit, offs_k, BLOCK_K, SCAN_QUAD) - 1, pos)
         slotbase = (par * world + rank) * max_tokens
         sm = sent > 0
-        mo = (slotbase + sp[:, None]).to(tl.int64) * K + offs_k[None, :]
+        mo = (slotbase + tl.maximum(sp, 0)[:, None]).to(tl.int64) * K + offs_k[None, :]
         mk = sm[:, None] & km[None, :]
-        tl.store(dl.symm_at(meta_j_ptr, p) + mo, tl.where(here, idx - p * L, -1).to(tl.int32), mask=mk)
+        tl.store(dl.symm_at(meta_j_ptr, p) + mo, tl.where(here, idx - p * L, -1), mask=mk)
         tl.store(dl.symm_at(meta_pos_ptr, p) + mo, pos, mask=mk)
         tl.store(dl.symm_at(meta_w_ptr, p) + mo, tl.load(w_ptr + flat, mask=m2, other=0.0), mask=mk)
         dst = dl.symm_at(area_ptr, p)
@@ -446,41 +481,44 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
             hm = (h0 + offs_h) < H
             v = tl.load(x_ptr + offs_t[:, None].to(tl.int64) * H + h0 + offs_h[None, :],
                         mask=sm[:, None] & hm[None, :])
-            tl.store(dst + (slotbase + sp[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v,
+            tl.store(dst + (slotbase + tl.maximum(sp, 0)[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v,
                      mask=sm[:, None] & hm[None, :])
-        hdr = dl.symm_at(hdr_ptr + (par * world + rank) * HDR, p)
-        tl.store(hdr, n.to(tl.int64))
-        tl.store(hdr + 1, code.to(tl.int64))
-        tl.store(hdr + 2, tl.where(code == 2, T_real, fbad // K).to(tl.int64))
-        tl.store(hdr + 3, tl.where(code == 2, max_tokens, fbad % K).to(tl.int64))
-        tl.store(hdr + 4, tl.load(idx_ptr + tl.where(code == 1, fbad, 0).to(tl.int64), mask=code == 1, other=0).to(tl.int64))
+        hdr = dl.symm_at(hdr_ptr, p)
+        # one vector store of the header words (n, code, a, b, c): triton-ascend 3.2 cannot store a
+        # scalar at a constant offset from a translated pointer
+        offs_hd = tl.arange(0, 8)
+        bval = tl.load(idx_ptr + tl.where(code == 1, fbad, 0), mask=code == 1, other=0)
+        words = tl.where(offs_hd == 0, n, tl.where(offs_hd == 1, code, tl.where(
+            offs_hd == 2, tl.where(code == 2, T_real, fbad // K), tl.where(
+                offs_hd == 3, tl.where(code == 2, max_tokens, fbad % K), bval))))
+        tl.store(hdr + (offs_hd * 2 + par) * world + rank, words, mask=offs_hd < 5)
         _fence()
         dl.notify(flag_ptr + (par * world + rank) * SIG, p, e)
     tok = dl.wait(flag_ptr + par * world * SIG, world, "sys", "acquire", waitValue=e, slot_stride=8)
-    hdrs = dl.consume_token(hdr_ptr + par * world * HDR, tok)
+    hdrs = dl.consume_token(hdr_ptr, tok)  # word w of source r: hdrs[(w * 2 + par) * world + r]
     offs_w = tl.arange(0, BLOCK_T)
-    st = tl.load(hdrs + offs_w * HDR + 1, mask=offs_w < world, other=0)
+    st = tl.load(hdrs + (2 + par) * world + offs_w, mask=offs_w < world, other=0)
     bad_pe = tl.min(tl.where(st != 0, offs_w, 1 << 30), axis=0)
     if bad_pe < world:
         if pid == 0:
-            tl.store(status_ptr, tl.load(hdrs + bad_pe * HDR + 1))
-            tl.store(status_ptr + 1, bad_pe.to(tl.int64))
-            tl.store(status_ptr + 2, tl.load(hdrs + bad_pe * HDR + 2))
-            tl.store(status_ptr + 3, tl.load(hdrs + bad_pe * HDR + 3))
-            tl.store(status_ptr + 4, tl.load(hdrs + bad_pe * HDR + 4))
+            tl.store(status_ptr, tl.load(hdrs + (2 + par) * world + bad_pe))
+            tl.store(status_ptr + 1, bad_pe)
+            tl.store(status_ptr + 2, tl.load(hdrs + (4 + par) * world + bad_pe))
+            tl.store(status_ptr + 3, tl.load(hdrs + (6 + par) * world + bad_pe))
+            tl.store(status_ptr + 4, tl.load(hdrs + (8 + par) * world + bad_pe))
     else:
         if pid == 0:
-            tl.store(status_ptr, bad_pe.to(tl.int64) * 0)
+            tl.store(status_ptr, bad_pe * 0)
         for q in range(pid, world * L, tl.num_programs(0)):
             r = q // L
             j = q % L
             off = 0
             for r2 in range(0, r):
-                n2 = tl.load(hdrs + r2 * HDR)
+                n2 = tl.load(hdrs + par * world + r2)
                 mb = ((par * world + r2) * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
                 mj = tl.load(meta_j_ptr + mb, mask=(offs_t < n2)[:, None] & km[None, :], other=-1)
                 off += tl.sum(tl.sum((mj == j).to(tl.int32), axis=1), axis=0)
-            n = tl.load(hdrs + r * HDR)
+            n = tl.load(hdrs + par * world + r)
             rm = offs_t < n
             mb = ((par * world + r) * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
             mj = tl.load(meta_j_ptr + mb, mask=rm[:, None] & km[None, :], other=-1)
@@ -494,10 +532,10 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
             if j == 0:
                 tl.store(h_w_ptr + hoff, tl.load(meta_w_ptr + mb, mask=rm[:, None] & km[None, :], other=0.0),
                          mask=rm[:, None] & km[None, :])
-                tl.store(n_recv_ptr + r, n.to(tl.int32))
+                tl.store(n_recv_ptr + r, n)
             cnt = tl.sum(tl.sum(hit.to(tl.int32), axis=1), axis=0)
             if r == world - 1:
-                tl.store(counts_ptr + j, (off + cnt).to(tl.int32))
+                tl.store(counts_ptr + j, off + cnt)
             for kk in range(0, K):
                 rk = tl.sum(tl.where(offs_k[None, :] == kk, rows, 0), axis=1)
                 for h0 in range(0, H, BLOCK_H):
@@ -505,7 +543,7 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
                     mm = (rm & (rk >= 0))[:, None] & hm[None, :]
                     v = tl.load(area_ptr + ((par * world + r) * max_tokens + offs_t[:, None]).to(tl.int64) * H + h0 +
                                 offs_h[None, :], mask=mm)
-                    tl.store(out_ptr + rk[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v, mask=mm)
+                    tl.store(out_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v, mask=mm)
     _epoch_leave(ctl_ptr, e)
 
 
@@ -543,7 +581,7 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
                 rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
                 wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
                 m2 = (rm & (rk >= 0))[:, None] & hm[None, :]
-                yv = tl.load(y_ptr + rk[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+                yv = tl.load(y_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
                 acc += wk[:, None] * yv.to(tl.float32)
             tl.store(dst + ((par * world + rank) * max_tokens + offs_t[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                      acc.to(area_ptr.dtype.element_ty), mask=rm[:, None] & hm[None, :])
@@ -561,7 +599,7 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
         for p in range(0, world):
             sp = tl.load(spos_ptr + (t0 + offs_t) * world + p, mask=tm, other=-1)
             m2 = (tm & (sp >= 0))[:, None] & hm[None, :]
-            v = tl.load(area + (p * max_tokens + sp[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+            v = tl.load(area + (p * max_tokens + tl.maximum(sp, 0)[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
             acc += v.to(tl.float32)
         tl.store(out_ptr + (t0 + offs_t[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                  acc.to(out_ptr.dtype.element_ty), mask=tm[:, None] & hm[None, :])
@@ -572,26 +610,26 @@ def compile_cases(dtype="fp16"):
     """(name, jit function, signature, constexprs) of every MoE kernel, for ahead-of-time compiles."""
     p = f"*{dtype}"
     i = "i32"
-    layout = ({"idx_ptr": "*i64", "pos_ptr": "*i32", "row_ptr": "*i64", "send_list_ptr": "*i32", "spos_ptr": "*i32",
+    layout = ({"idx_ptr": "*i32", "pos_ptr": "*i32", "row_ptr": "*i32", "send_list_ptr": "*i32", "spos_ptr": "*i32",
                "T": i, "T_real": i, "E": i, "L": i, "K": i, "W": i, "max_tokens": i},
               {"BLOCK_T": 128, "BLOCK_K": 8})
-    counts = ({"row_ptr": "*i64", "cnt_ptr": "*i64", "flag_ptr": "*i64", "ctl_ptr": "*i64", "plan_ptr": "*i64",
+    counts = ({"row_ptr": "*i32", "cnt_ptr": "*i32", "flag_ptr": "*i64", "ctl_ptr": "*i64", "plan_ptr": "*i32",
                "counts_out_ptr": "*i32", "rank": i, "world": i, "E": i, "L": i, "R": i, "max_recv": i, "chunk": i},
               {"BLOCK_R": 512, "BLOCK_E": 256, "BLOCK_W": 8})
-    ht = ({"x_ptr": p, "idx_ptr": "*i64", "w_ptr": "*fp32", "pos_ptr": "*i32", "send_list_ptr": "*i32",
-           "plan_ptr": "*i64", "ring_ptr": p, "ring_rows_ptr": "*i32", "ring_w_ptr": "*fp32", "ready_ptr": "*i64",
+    ht = ({"x_ptr": p, "idx_ptr": "*i32", "w_ptr": "*fp32", "pos_ptr": "*i32", "send_list_ptr": "*i32",
+           "plan_ptr": "*i32", "ring_ptr": p, "ring_rows_ptr": "*i32", "ring_w_ptr": "*fp32", "ready_ptr": "*i64",
            "credit_ptr": "*i64", "seq_ptr": "*i64", "out_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
            "rank": i, "world": i, "H": i, "K": i, "L": i, "E": i, "max_tokens": i, "chunk": i, "nbuf": i, "S": i},
           {"BLOCK_C": 32, "BLOCK_H": 256, "BLOCK_K": 8})
-    htc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "plan_ptr": "*i64", "send_list_ptr": "*i32",
+    htc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "plan_ptr": "*i32", "send_list_ptr": "*i32",
             "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64", "acc_ptr": "*fp32",
             "out_ptr": p, "rank": i, "world": i, "H": i, "K": i, "E": i, "T": i, "max_tokens": i, "chunk": i,
             "nbuf": i, "S": i},
            {"BLOCK_C": 32, "BLOCK_H": 256, "BLOCK_K": 8})
-    lld = ({"x_ptr": p, "idx_ptr": "*i64", "w_ptr": "*fp32", "T": i, "T_real": i, "area_ptr": p, "meta_j_ptr": "*i32",
-            "meta_pos_ptr": "*i32", "meta_w_ptr": "*fp32", "hdr_ptr": "*i64", "flag_ptr": "*i64", "ctl_ptr": "*i64",
+    lld = ({"x_ptr": p, "idx_ptr": "*i32", "w_ptr": "*fp32", "T": i, "T_real": i, "area_ptr": p, "meta_j_ptr": "*i32",
+            "meta_pos_ptr": "*i32", "meta_w_ptr": "*fp32", "hdr_ptr": "*i32", "flag_ptr": "*i64", "ctl_ptr": "*i64",
             "out_ptr": p, "counts_ptr": "*i32", "spos_ptr": "*i32", "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
-            "n_recv_ptr": "*i32", "status_ptr": "*i64", "rank": i, "world": i, "H": i, "K": i, "L": i, "E": i,
+            "n_recv_ptr": "*i32", "status_ptr": "*i32", "rank": i, "world": i, "H": i, "K": i, "L": i, "E": i,
             "max_tokens": i, "HDR": i},
            {"BLOCK_T": 128, "BLOCK_H": 128, "BLOCK_K": 8})
     llc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "n_recv_ptr": "*i32", "spos_ptr": "*i32", "T": i,
@@ -621,7 +659,7 @@ def _err_text(code, pe, a, b, c, E):
 
 class MoeHandle:
     """What combine (and the backward passes) need from one dispatch; device tensors only, so a
-    dispatch / combine pair can be captured in a CUDA graph. ``status`` (int64, 5 words: code, PE,
+    dispatch / combine pair can be captured in a CUDA graph. ``status`` (int32, 5 words: code, PE,
     a, b, c; code 0 = good) says whether the dispatch moved data; ``check()`` raises on it (a host
     synchronisation)."""
 
@@ -701,7 +739,7 @@ class MoeBuffer:
             R = num_experts + W + 4
             self.R = R
             n_ring = W * self.nbuf * self.chunk
-            specs = [([2 * W * R], torch.int64), ([2 * W * SIG_ELEMS], torch.int64),
+            specs = [([2 * W * R], torch.int32), ([2 * W * SIG_ELEMS], torch.int64),
                      ([n_ring * hidden], dtype), ([n_ring * topk], torch.int32), ([n_ring * topk], torch.float32),
                      ([W * self.S * SIG_ELEMS], torch.int64), ([W * self.S * SIG_ELEMS], torch.int64),
                      ([n_ring * hidden], dtype),
@@ -715,7 +753,7 @@ class MoeBuffer:
             self.HDR = 8
             n_area = 2 * W * max_tokens
             specs = [([n_area * hidden], dtype), ([n_area * topk], torch.int32), ([n_area * topk], torch.int32),
-                     ([n_area * topk], torch.float32), ([2 * W * self.HDR], torch.int64),
+                     ([n_area * topk], torch.float32), ([2 * W * self.HDR], torch.int32),
                      ([2 * W * SIG_ELEMS], torch.int64), ([n_area * hidden], dtype),
                      ([2 * W * self.S * SIG_ELEMS], torch.int64)]
         if torch.cuda.is_current_stream_capturing():
@@ -740,10 +778,10 @@ class MoeBuffer:
         W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.hidden, x.device
         cnt, flag, ring, ring_rows, ring_w, ready, credit = self.sym[:7]
         pos = torch.empty((max(T, 1), K), dtype=torch.int32, device=dev)
-        row = torch.empty(self.R, dtype=torch.int64, device=dev)
+        row = torch.empty(self.R, dtype=torch.int32, device=dev)
         send_list = torch.empty((W, self.max_tokens), dtype=torch.int32, device=dev)
         spos = torch.empty((max(T, 1), W), dtype=torch.int32, device=dev)
-        plan = torch.empty(plan_len(E, W, L), dtype=torch.int64, device=dev)
+        plan = torch.empty(plan_len(E, W, L), dtype=torch.int32, device=dev)
         counts = torch.empty(L, dtype=torch.int32, device=dev)
         recv_x = torch.empty((self.recv_rows, H), dtype=self.dtype, device=dev) if recv_x is None else recv_x
         h_rows = torch.full((W * self.max_tokens, K), -1, dtype=torch.int32, device=dev)  # -1 past the tokens
@@ -784,7 +822,7 @@ class MoeBuffer:
         h_rows = torch.full((W * self.max_tokens, K), -1, dtype=torch.int32, device=dev)  # -1 past the tokens
         h_w = torch.empty((W * self.max_tokens, K), dtype=torch.float32, device=dev)
         n_recv = torch.empty(W, dtype=torch.int32, device=dev)
-        status = torch.zeros(8, dtype=torch.int64, device=dev)
+        status = torch.zeros(8, dtype=torch.int32, device=dev)
         grid = max(W, min(W * L, 4 * W))
         moe_ll_dispatch_kernel[(grid,)](
             x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
@@ -808,7 +846,7 @@ class MoeBuffer:
     # ---- API ----
 
     def dispatch(self, x, topk_idx, topk_weights, check=True, out=None):
-        """Collective. ``x`` (T, H) of the buffer's dtype, ``topk_idx`` (T, K) int64 (-1: empty slot),
+        """Collective. ``x`` (T, H) of the buffer's dtype, ``topk_idx`` (T, K) int64 or int32 (-1: empty slot),
         ``topk_weights`` (T, K) float32; T <= max_tokens on every rank (a larger T fails on every rank).
         ``check``: raise ``InvalidValue`` on a bad input of any rank (one host synchronisation); with
         ``check=False`` nothing synchronises and ``handle.status`` carries the verdict."""
@@ -822,7 +860,7 @@ class MoeBuffer:
             raise KernelArgError(f"{what}: topk_idx and topk_weights must be ({T_real}, {self.topk}), got "
                                  f"{tuple(topk_idx.shape)} and {tuple(topk_weights.shape)}")
         x = x.contiguous()
-        idx = topk_idx.to(torch.int64).contiguous()
+        idx = topk_idx.to(torch.int32).contiguous()  # int32 on the device: no narrowing casts in the kernels
         w = topk_weights.to(torch.float32).contiguous()
         T = min(T_real, self.max_tokens)  # a larger T is refused on every rank through the status words
         want = (self.recv_rows, self.hidden) if self.mode == "high_throughput" else \
