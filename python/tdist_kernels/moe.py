@@ -314,7 +314,8 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                         mask=m2)
                             for k in range(0, K):
                                 rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
-                                tl.store(out_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v,
+                                orow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
+                                tl.store(out_ptr + orow + h0 + offs_h[None, :], v,
                                          mask=m2 & (rk >= 0)[:, None])
                         if s == 0:
                             tokn = tl.load(plan_ptr + PLAN_HDR + E + world + src) + c * chunk + offs_c
@@ -329,7 +330,8 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                 tl.store(seq_ptr + s * world + p, tl.load(seq_ptr + s * world + p) + (n + chunk - 1) // chunk)
             else:
                 n = tl.load(plan_ptr + PLAN_HDR + E + p)
-                tl.store(seq_ptr + (S + s) * world + p, tl.load(seq_ptr + (S + s) * world + p) + (n + chunk - 1) // chunk)
+                q = seq_ptr + (S + s) * world + p
+                tl.store(q, tl.load(q) + (n + chunk - 1) // chunk)
 
 
 @triton.jit
@@ -376,7 +378,8 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                             rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
                             wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
                             m2 = (cm & (rk >= 0))[:, None] & hm[None, :]
-                            yv = tl.load(y_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+                            yrow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
+                            yv = tl.load(y_ptr + yrow + h0 + offs_h[None, :], mask=m2, other=0.0)
                             acc += wk[:, None] * yv.to(tl.float32)
                         tl.store(dst + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                                  acc.to(ring_ptr.dtype.element_ty), mask=cm[:, None] & hm[None, :])
@@ -395,7 +398,8 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                     for h0 in range(c0, c1, BLOCK_H):
                         hm = (h0 + offs_h) < c1
                         m2 = cm[:, None] & hm[None, :]
-                        v = tl.load(ring_ptr + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], mask=m2)
+                        rrow = (slot + offs_c[:, None]).to(tl.int64) * H
+                        v = tl.load(ring_ptr + rrow + h0 + offs_h[None, :], mask=m2)
                         ap = acc_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :]
                         tl.store(ap, tl.load(ap, mask=m2) + v.to(tl.float32), mask=m2)
                     dl.notify(credit_ptr + (rank * S + s) * SIG, src, g + 1)
@@ -581,9 +585,11 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
                 rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
                 wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
                 m2 = (rm & (rk >= 0))[:, None] & hm[None, :]
-                yv = tl.load(y_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+                yrow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
+                yv = tl.load(y_ptr + yrow + h0 + offs_h[None, :], mask=m2, other=0.0)
                 acc += wk[:, None] * yv.to(tl.float32)
-            tl.store(dst + ((par * world + rank) * max_tokens + offs_t[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
+            drow = ((par * world + rank) * max_tokens + offs_t[:, None]).to(tl.int64) * H
+            tl.store(dst + drow + h0 + offs_h[None, :],
                      acc.to(area_ptr.dtype.element_ty), mask=rm[:, None] & hm[None, :])
         _fence()
         dl.notify(flag_ptr + ((par * world + rank) * S + s) * SIG, home, e)
@@ -599,7 +605,8 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
         for p in range(0, world):
             sp = tl.load(spos_ptr + (t0 + offs_t) * world + p, mask=tm, other=-1)
             m2 = (tm & (sp >= 0))[:, None] & hm[None, :]
-            v = tl.load(area + (p * max_tokens + tl.maximum(sp, 0)[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
+            arow = (p * max_tokens + tl.maximum(sp, 0)[:, None]).to(tl.int64) * H
+            v = tl.load(area + arow + h0 + offs_h[None, :], mask=m2, other=0.0)
             acc += v.to(tl.float32)
         tl.store(out_ptr + (t0 + offs_t[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                  acc.to(out_ptr.dtype.element_ty), mask=tm[:, None] & hm[None, :])
@@ -664,7 +671,8 @@ class MoeHandle:
     synchronisation)."""
 
     def __init__(self, buf, T, topk_idx, topk_weights, status, **tensors):
-        self.buf, self.num_tokens, self.topk_idx, self.topk_weights, self.status = buf, T, topk_idx, topk_weights, status
+        self.buf, self.num_tokens, self.status = buf, T, status
+        self.topk_idx, self.topk_weights = topk_idx, topk_weights
         for k, v in tensors.items():
             setattr(self, k, v)
 
@@ -725,7 +733,8 @@ class MoeBuffer:
             raise KernelArgError(f"{what}: dtype must be bfloat16, float16 or float32, got {dtype}")
         L = num_experts // W
         es = torch.empty((), dtype=dtype).element_size()
-        self.mode, self.num_experts, self.hidden, self.topk, self.max_tokens = mode, num_experts, hidden, topk, max_tokens
+        self.mode, self.num_experts, self.hidden = mode, num_experts, hidden
+        self.topk, self.max_tokens = topk, max_tokens
         self.dtype, self.W, self.me, self.L = dtype, W, me, L
         self.block_k = pow2(topk)
         if mode == "high_throughput":

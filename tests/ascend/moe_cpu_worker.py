@@ -96,11 +96,12 @@ class Buf:
             row = np.zeros(self.R, np.int32)
             send_list = np.zeros((W, self.T), np.int32)
             plan = np.zeros(m.plan_len(E, W, L), np.int32)
-            self.cpu.launch(m.moe_layout_kernel, (E + W + 1,), ids, pos, row, send_list, spos, Tc, T, E, L, K, W, self.T,
-                            BLOCK_T=16, BLOCK_K=bk, SCAN_QUAD=True)  # one specialisation on every rank
-            self.cpu.launch(m.moe_counts_kernel, (1,), row, self.cnt, self.flag, self.ctl, plan, counts, self.me, W, E, L,
-                            self.R, self.recv_rows, self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E), BLOCK_W=pow2(W),
-                            SCAN_QUAD=True)
+            # BLOCK_T fixed: one specialisation on every rank (a peer never waits for another's compile)
+            self.cpu.launch(m.moe_layout_kernel, (E + W + 1,), ids, pos, row, send_list, spos, Tc, T, E, L, K, W,
+                            self.T, BLOCK_T=16, BLOCK_K=bk, SCAN_QUAD=True)
+            self.cpu.launch(m.moe_counts_kernel, (1,), row, self.cnt, self.flag, self.ctl, plan, counts, self.me, W,
+                            E, L, self.R, self.recv_rows, self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E),
+                            BLOCK_W=pow2(W), SCAN_QUAD=True)
             h["status"] = plan[:5].copy()
             self.cpu.launch(m.moe_ht_dispatch_kernel, (2 * self.S,), xs, ids, ws, pos, send_list, plan, self.ring,
                             self.ring_rows, self.ring_w, self.ready, self.credit, self.seq, out, h_rows, h_w,
