@@ -3,7 +3,10 @@
 #   build-asan/  -DTDIST_SANITIZE=address  (AddressSanitizer + UndefinedBehaviorSanitizer)
 #   build-tsan/  -DTDIST_SANITIZE=thread   (ThreadSanitizer, suppressions in scripts/tsan.supp)
 # and runs the unit, store-security and API-validation suites, the multi-process suite at 2 and
-# 4 ranks and a short 4-rank soak in each. Any sanitizer report fails the run (halt_on_error / exitcode).
+# 4 ranks, the rank-death tests (tests/reliability/fault_test.py: a rank SIGKILLed at every point,
+# the survivors' reports, cleanup and timing) and a short 4-rank soak in each. Any sanitizer report
+# fails the run (halt_on_error / exitcode; a survivor that exits with a sanitizer's code is a failed
+# case of fault_test.py).
 #   scripts/sanitize.sh [address|thread ...]      (default: both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +14,8 @@ ROOT=$PWD
 KINDS=("$@")
 [ ${#KINDS[@]} -eq 0 ] && KINDS=(address thread)
 JOBS=${TDIST_SANITIZE_JOBS:-2}
-TARGETS=(tdist_unit_tests tdist_mp_tests tdist_store_security_tests tdist_api_validation_tests tdist_soak)
+TARGETS=(tdist_unit_tests tdist_mp_tests tdist_store_security_tests tdist_api_validation_tests tdist_soak
+         tdist_fault_app)
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 
@@ -42,6 +46,10 @@ for kind in "${KINDS[@]}"; do
     echo "== $kind: multi-process, $n ranks"
     "$B/tools/tdist-run" -n "$n" --timeout 600 -- "$B/tests/tdist_mp_tests" --gtest_brief=1
   done
+  echo "== $kind: rank deaths (fault injection), 4 ranks"
+  t0=$(date +%s)
+  python3 tests/reliability/fault_test.py --app "$B/tests/reliability/tdist_fault_app" --tdist-run "$B/tools/tdist-run" -n 4
+  echo "== $kind: rank deaths took $(($(date +%s) - t0)) s"
   echo "== $kind: soak, 4 ranks, ${TDIST_SANITIZE_SOAK_SECONDS:-10} s"
   TDIST_SOAK_SECONDS=${TDIST_SANITIZE_SOAK_SECONDS:-10} "$B/tools/tdist-run" -n 4 --timeout 300 -- "$B/tests/reliability/tdist_soak"
   unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
