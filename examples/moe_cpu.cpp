@@ -31,8 +31,10 @@ Expert make_expert(uint64_t seed, int64_t e, int64_t H, int64_t F) {
   Expert x;
   x.w1.resize(size_t(H * F));
   x.w2.resize(size_t(F * H));
-  for (size_t i = 0; i < x.w1.size(); ++i) x.w1[i] = float(tk::gen_value(seed + 1, int(e), i) / std::sqrt(double(H)));
-  for (size_t i = 0; i < x.w2.size(); ++i) x.w2[i] = float(tk::gen_value(seed + 2, int(e), i) / std::sqrt(double(F)));
+  for (size_t i = 0; i < x.w1.size(); ++i)
+    x.w1[i] = float(tk::gen_value(seed + 1, int(e), i) / std::sqrt(double(H)));
+  for (size_t i = 0; i < x.w2.size(); ++i)
+    x.w2[i] = float(tk::gen_value(seed + 2, int(e), i) / std::sqrt(double(F)));
   return x;
 }
 
@@ -60,20 +62,29 @@ int main(int argc, char **argv) {
   kc::MoeMode mode = kc::MoeMode::high_throughput;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--tokens") T = std::atoll(argv[i + 1]);
-    else if (a == "--hidden") H = std::atoll(argv[i + 1]);
-    else if (a == "--ffn") F = std::atoll(argv[i + 1]);
-    else if (a == "--experts") E = std::atoll(argv[i + 1]);
-    else if (a == "--topk") K = std::atoll(argv[i + 1]);
-    else if (a == "--calls") calls = std::atoi(argv[i + 1]);
-    else if (a == "--mode" && kc::parse_moe_mode(argv[i + 1], &mode)) continue;
-    else return std::fprintf(stderr, "moe_cpu: bad argument %s\n", argv[i]), 2;
+    if (a == "--tokens")
+      T = std::atoll(argv[i + 1]);
+    else if (a == "--hidden")
+      H = std::atoll(argv[i + 1]);
+    else if (a == "--ffn")
+      F = std::atoll(argv[i + 1]);
+    else if (a == "--experts")
+      E = std::atoll(argv[i + 1]);
+    else if (a == "--topk")
+      K = std::atoll(argv[i + 1]);
+    else if (a == "--calls")
+      calls = std::atoi(argv[i + 1]);
+    else if (a == "--mode" && kc::parse_moe_mode(argv[i + 1], &mode))
+      continue;
+    else
+      return std::fprintf(stderr, "moe_cpu: bad argument %s\n", argv[i]), 2;
   }
   tdist_init_attr_t attr;
   tdist_init_attr_default(&attr);
   attr.option_attr.backend = TDIST_BACKEND_CPU;
   attr.local_mem_size = size_t(256) << 20;
-  if (tdist_init_from_env(&attr) != TDIST_SUCCESS) return std::fprintf(stderr, "%s\n", tdist_last_error_message()), 1;
+  if (tdist_init_from_env(&attr) != TDIST_SUCCESS)
+    return std::fprintf(stderr, "%s\n", tdist_last_error_message()), 1;
   const int W = tdist_n_pes(), me = tdist_my_pe();
   kc::MoeConfig cfg;
   cfg.mode = mode;
@@ -83,7 +94,8 @@ int main(int argc, char **argv) {
   cfg.topk = K;
   cfg.max_tokens = T;
   std::unique_ptr<kc::MoeBuffer> buf;
-  if (kc::MoeBuffer::create(cfg, &buf) != TDIST_SUCCESS) return std::fprintf(stderr, "%s\n", kc::last_error_message()), 1;
+  if (kc::MoeBuffer::create(cfg, &buf) != TDIST_SUCCESS)
+    return std::fprintf(stderr, "%s\n", kc::last_error_message()), 1;
   const int64_t L = buf->local_experts();
   const uint64_t seed = 20261202;
   std::vector<Expert> experts;
@@ -109,7 +121,8 @@ int main(int argc, char **argv) {
       std::partial_sort(order.begin(), order.begin() + K, order.end(),
                         [&](int64_t a, int64_t b) { return logit[size_t(a)] > logit[size_t(b)]; });
       double z = 0;
-      for (int64_t k = 0; k < K; ++k) z += std::exp(logit[size_t(order[size_t(k)])] - logit[size_t(order[0])]);
+      for (int64_t k = 0; k < K; ++k)
+        z += std::exp(logit[size_t(order[size_t(k)])] - logit[size_t(order[0])]);
       for (int64_t k = 0; k < K; ++k) {
         idx[size_t(t * K + k)] = order[size_t(k)];
         w[size_t(t * K + k)] = float(std::exp(logit[size_t(order[size_t(k)])] - logit[size_t(order[0])]) / z);
@@ -148,8 +161,9 @@ int main(int argc, char **argv) {
     for (int64_t j = 0; j < L; ++j) std::printf(j ? " %d" : "%d", counts[size_t(j)]);
     std::printf("]\n");
   }
-  std::printf("moe block (%s, %d ranks, E=%lld, top-%lld): %d calls, max |error| %.3g vs the single-rank block: %s\n",
-              kc::moe_mode_name(mode), W, (long long)E, (long long)K, calls, worst, failures ? "FAIL" : "OK");
+  std::printf(
+      "moe block (%s, %d ranks, E=%lld, top-%lld): %d calls, max |error| %.3g vs the single-rank block: %s\n",
+      kc::moe_mode_name(mode), W, (long long)E, (long long)K, calls, worst, failures ? "FAIL" : "OK");
   tdist_finalize();
   return failures ? 1 : 0;
 }

@@ -60,20 +60,29 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : "";
-    if (a == "--tokens") tokens = parse_list(v), ++i;
-    else if (a == "--hidden") H = std::atoll(v), ++i;
-    else if (a == "--topk") K = std::atoll(v), ++i;
-    else if (a == "--experts") E = std::atoll(v), ++i;
-    else if (a == "--mode") modes = v, ++i;
-    else if (a == "--routing") routing = v, ++i;
-    else if (a == "--iters") iters = std::atoi(v), ++i;
-    else if (a == "--warmup") warmup = std::atoi(v), ++i;
+    if (a == "--tokens")
+      tokens = parse_list(v), ++i;
+    else if (a == "--hidden")
+      H = std::atoll(v), ++i;
+    else if (a == "--topk")
+      K = std::atoll(v), ++i;
+    else if (a == "--experts")
+      E = std::atoll(v), ++i;
+    else if (a == "--mode")
+      modes = v, ++i;
+    else if (a == "--routing")
+      routing = v, ++i;
+    else if (a == "--iters")
+      iters = std::atoi(v), ++i;
+    else if (a == "--warmup")
+      warmup = std::atoi(v), ++i;
     else if (a == "--dtype") {
       if (!tk::parse_dtype(v, &dt)) return std::fprintf(stderr, "unknown dtype %s\n", v), 2;
       ++i;
     } else {
-      std::fprintf(stderr, "usage: tdist-moe-bench-cpu [--tokens N,..] [--hidden H] [--topk K] [--experts E] "
-                           "[--mode ht,ll] [--routing random|skewed] [--dtype bf16] [--iters N] [--warmup N]\n");
+      std::fprintf(stderr,
+                   "usage: tdist-moe-bench-cpu [--tokens N,..] [--hidden H] [--topk K] [--experts E] "
+                   "[--mode ht,ll] [--routing random|skewed] [--dtype bf16] [--iters N] [--warmup N]\n");
       return 2;
     }
   }
@@ -81,7 +90,8 @@ int main(int argc, char **argv) {
   tdist_init_attr_default(&attr);
   attr.option_attr.backend = TDIST_BACKEND_CPU;
   attr.local_mem_size = size_t(1) << 30;
-  if (tdist_init_from_env(&attr) != TDIST_SUCCESS) return std::fprintf(stderr, "%s\n", tdist_last_error_message()), 1;
+  if (tdist_init_from_env(&attr) != TDIST_SUCCESS)
+    return std::fprintf(stderr, "%s\n", tdist_last_error_message()), 1;
   const int W = tdist_n_pes(), me = tdist_my_pe();
   const size_t es = tk::dtype_size(dt);
   int failures = 0;
@@ -106,7 +116,8 @@ int main(int argc, char **argv) {
         continue;
       }
       const tdist_bench::Routing r = tdist_bench::make_routing(routing, seed, me, T, K, E);
-      std::vector<unsigned char> x(size_t(T * H) * es), recv(size_t(buf->recv_rows() * H) * es), out(size_t(T * H) * es);
+      std::vector<unsigned char> x(size_t(T * H) * es), recv(size_t(buf->recv_rows() * H) * es),
+          out(size_t(T * H) * es);
       tk::fill_random(dt, x.data(), size_t(T * H), seed, me);
       std::vector<int32_t> counts(size_t(buf->local_experts()));
       kc::MoeHandle h;
@@ -125,15 +136,18 @@ int main(int argc, char **argv) {
         for (int64_t c = 0; c < H && !bad; ++c) {
           const double xv = tk::load_as_double(dt, x.data(), size_t(t * H + c));
           const double got = tk::load_as_double(dt, out.data(), size_t(t * H + c));
-          const double tol = (2 * tk::dtype_unit_roundoff(dt) + double(K) * 0x1p-22) * std::fabs(ws * xv) + 1e-30;
+          const double tol =
+              (2 * tk::dtype_unit_roundoff(dt) + double(K) * 0x1p-22) * std::fabs(ws * xv) + 1e-30;
           if (!(std::fabs(got - ws * xv) <= tol)) {
-            std::fprintf(stderr, "[%d] %s T=%lld: token %lld col %lld = %g, expected %g\n", me, m, (long long)T,
-                         (long long)t, (long long)c, got, ws * xv);
+            std::fprintf(stderr, "[%d] %s T=%lld: token %lld col %lld = %g, expected %g\n", me, m,
+                         (long long)T, (long long)t, (long long)c, got, ws * xv);
             bad = 1;
           }
         }
       }
-      const int n = iters > 0 ? iters : int(std::max<double>(5, std::min<double>(200, 4e8 / double(T * H * es * K + 1))));
+      const int n = iters > 0
+                        ? iters
+                        : int(std::max<double>(5, std::min<double>(200, 4e8 / double(T * H * es * K + 1))));
       for (int i = 0; i < warmup; ++i) (void)(dispatch() | buf->combine(recv.data(), h, out.data()));
       double td = 0, tc = 0;
       for (int i = 0; i < n; ++i) {
@@ -148,7 +162,8 @@ int main(int argc, char **argv) {
       tc = slowest(tc / n);
       int64_t pairs = 0;
       for (int64_t v : r.idx) pairs += v >= 0;
-      const double sent = double(buf->last_dispatch_bytes()), expanded = double(pairs) * double(H) * double(es);
+      const double sent = double(buf->last_dispatch_bytes()),
+                   expanded = double(pairs) * double(H) * double(es);
       const double sent_max = slowest(sent), expanded_max = slowest(expanded);
       int bad_all = 0;
       std::vector<int> bads(static_cast<size_t>(W));
@@ -156,14 +171,16 @@ int main(int argc, char **argv) {
       for (int b : bads) bad_all += b;
       failures += bad_all;
       if (me == 0)
-        std::printf("{\"impl\": \"tdist\", \"kernel\": \"moe_%s\", \"dtype\": \"%s\", \"ranks\": %d, \"tokens\": %lld, "
-                    "\"hidden\": %lld, \"topk\": %lld, \"experts\": %lld, \"routing\": \"%s\", \"iters\": %d, "
-                    "\"dispatch_us\": %.2f, \"combine_us\": %.2f, \"dispatch_bytes_per_rank\": %.0f, "
-                    "\"dispatch_GBps\": %.3f, \"combine_GBps\": %.3f, \"expanded_bytes_per_rank\": %.0f, "
-                    "\"check\": \"%s\"}\n",
-                    m, tk::dtype_name(dt), W, (long long)T, (long long)H, (long long)K, (long long)E, routing.c_str(), n,
-                    td * 1e6, tc * 1e6, sent_max, sent_max / td / 1e9, sent_max / tc / 1e9, expanded_max,
-                    bad_all ? "FAIL" : "ok");
+        std::printf(
+            "{\"impl\": \"tdist\", \"kernel\": \"moe_%s\", \"dtype\": \"%s\", \"ranks\": %d, \"tokens\": "
+            "%lld, "
+            "\"hidden\": %lld, \"topk\": %lld, \"experts\": %lld, \"routing\": \"%s\", \"iters\": %d, "
+            "\"dispatch_us\": %.2f, \"combine_us\": %.2f, \"dispatch_bytes_per_rank\": %.0f, "
+            "\"dispatch_GBps\": %.3f, \"combine_GBps\": %.3f, \"expanded_bytes_per_rank\": %.0f, "
+            "\"check\": \"%s\"}\n",
+            m, tk::dtype_name(dt), W, (long long)T, (long long)H, (long long)K, (long long)E, routing.c_str(),
+            n, td * 1e6, tc * 1e6, sent_max, sent_max / td / 1e9, sent_max / tc / 1e9, expanded_max,
+            bad_all ? "FAIL" : "ok");
       std::fflush(stdout);
     }
   }

@@ -53,19 +53,28 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : "";
-    if (a == "--tokens") tokens = parse_list(v), ++i;
-    else if (a == "--hidden") H = std::atoll(v), ++i;
-    else if (a == "--topk") K = std::atoll(v), ++i;
-    else if (a == "--experts") E = std::atoll(v), ++i;
-    else if (a == "--routing") routing = v, ++i;
-    else if (a == "--iters") iters = std::atoi(v), ++i;
-    else if (a == "--warmup") warmup = std::atoi(v), ++i;
+    if (a == "--tokens")
+      tokens = parse_list(v), ++i;
+    else if (a == "--hidden")
+      H = std::atoll(v), ++i;
+    else if (a == "--topk")
+      K = std::atoll(v), ++i;
+    else if (a == "--experts")
+      E = std::atoll(v), ++i;
+    else if (a == "--routing")
+      routing = v, ++i;
+    else if (a == "--iters")
+      iters = std::atoi(v), ++i;
+    else if (a == "--warmup")
+      warmup = std::atoi(v), ++i;
     else if (a == "--dtype") {
       if (!tk::parse_dtype(v, &dt)) MPI_Abort(MPI_COMM_WORLD, 2);
       ++i;
     } else {
-      if (me == 0) std::fprintf(stderr, "usage: tdist-moe-mpi-baseline [--tokens N,..] [--hidden H] [--topk K] "
-                                        "[--experts E] [--routing random|skewed] [--dtype bf16] [--iters N]\n");
+      if (me == 0)
+        std::fprintf(stderr,
+                     "usage: tdist-moe-mpi-baseline [--tokens N,..] [--hidden H] [--topk K] "
+                     "[--experts E] [--routing random|skewed] [--dtype bf16] [--iters N]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -86,7 +95,8 @@ int main(int argc, char **argv) {
     // state of one dispatch, kept for its combine
     std::vector<int64_t> order;  // pairs (t * K + k) sorted by expert
     std::vector<unsigned char> sendbuf, recvbuf, grouped, back;
-    std::vector<int> scount(static_cast<size_t>(W)), sdisp(static_cast<size_t>(W)), rcount(static_cast<size_t>(W)), rdisp(static_cast<size_t>(W));
+    std::vector<int> scount(static_cast<size_t>(W)), sdisp(static_cast<size_t>(W)),
+        rcount(static_cast<size_t>(W)), rdisp(static_cast<size_t>(W));
     std::vector<int> ecount(static_cast<size_t>(E)), recv_ecount(size_t(W * L));
     std::vector<int64_t> grouped_from;  // grouped row -> received row
     auto dispatch = [&] {
@@ -98,7 +108,8 @@ int main(int argc, char **argv) {
       std::fill(ecount.begin(), ecount.end(), 0);
       for (int64_t i : order) ++ecount[size_t(r.idx[size_t(i)])];
       sendbuf.resize(order.size() * row);
-      for (size_t j = 0; j < order.size(); ++j) std::memcpy(&sendbuf[j * row], &x[size_t(order[j] / K) * row], row);
+      for (size_t j = 0; j < order.size(); ++j)
+        std::memcpy(&sendbuf[j * row], &x[size_t(order[j] / K) * row], row);
       MPI_Alltoall(ecount.data(), int(L), MPI_INT, recv_ecount.data(), int(L), MPI_INT, MPI_COMM_WORLD);
       int s = 0, q = 0;
       for (int p = 0; p < W; ++p) {
@@ -114,8 +125,8 @@ int main(int argc, char **argv) {
         q += rcount[size_t(p)];
       }
       recvbuf.resize(size_t(q) * row);
-      MPI_Alltoallv(sendbuf.data(), scount.data(), sdisp.data(), row_t, recvbuf.data(), rcount.data(), rdisp.data(),
-                    row_t, MPI_COMM_WORLD);
+      MPI_Alltoallv(sendbuf.data(), scount.data(), sdisp.data(), row_t, recvbuf.data(), rcount.data(),
+                    rdisp.data(), row_t, MPI_COMM_WORLD);
       // received: by source, within a source by expert; regroup by local expert, sources in order
       grouped.resize(recvbuf.size());
       grouped_from.clear();
@@ -132,8 +143,8 @@ int main(int argc, char **argv) {
       for (size_t g = 0; g < grouped_from.size(); ++g)
         std::memcpy(&recvbuf[size_t(grouped_from[g]) * row], &y[g * row], row);
       back.resize(sendbuf.size());
-      MPI_Alltoallv(recvbuf.data(), rcount.data(), rdisp.data(), row_t, back.data(), scount.data(), sdisp.data(), row_t,
-                    MPI_COMM_WORLD);
+      MPI_Alltoallv(recvbuf.data(), rcount.data(), rdisp.data(), row_t, back.data(), scount.data(),
+                    sdisp.data(), row_t, MPI_COMM_WORLD);
       std::vector<float> acc(size_t(T * H), 0.0f);
       for (size_t j = 0; j < order.size(); ++j) {
         const int64_t t = order[j] / K;
@@ -160,11 +171,13 @@ int main(int argc, char **argv) {
       for (int64_t c = 0; c < H && !bad; ++c) {
         const double xv = tk::load_as_double(dt, x.data(), size_t(t * H + c));
         const double got = tk::load_as_double(dt, out.data(), size_t(t * H + c));
-        if (!(std::fabs(got - ws * xv) <= (2 * tk::dtype_unit_roundoff(dt) + double(K) * 0x1p-22) * std::fabs(ws * xv) + 1e-30))
+        if (!(std::fabs(got - ws * xv) <=
+              (2 * tk::dtype_unit_roundoff(dt) + double(K) * 0x1p-22) * std::fabs(ws * xv) + 1e-30))
           bad = 1;
       }
     }
-    const int n = iters > 0 ? iters : int(std::max<double>(5, std::min<double>(200, 4e8 / double(T * H * es * K + 1))));
+    const int n =
+        iters > 0 ? iters : int(std::max<double>(5, std::min<double>(200, 4e8 / double(T * H * es * K + 1))));
     for (int i = 0; i < warmup; ++i) dispatch(), combine(grouped);
     double td = 0, tc = 0;
     for (int i = 0; i < n; ++i) {
@@ -187,11 +200,14 @@ int main(int argc, char **argv) {
     MPI_Reduce(&bad, &bad_sum, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     failures += bad;
     if (me == 0)
-      std::printf("{\"impl\": \"mpi\", \"kernel\": \"moe_alltoallv\", \"dtype\": \"%s\", \"ranks\": %d, \"tokens\": %lld, "
-                  "\"hidden\": %lld, \"topk\": %lld, \"experts\": %lld, \"routing\": \"%s\", \"iters\": %d, "
-                  "\"dispatch_us\": %.2f, \"combine_us\": %.2f, \"expanded_bytes_per_rank\": %.0f, \"check\": \"%s\"}\n",
-                  tk::dtype_name(dt), W, (long long)T, (long long)H, (long long)K, (long long)E, routing.c_str(), n,
-                  td_max * 1e6, tc_max * 1e6, bytes_max, bad_sum ? "FAIL" : "ok");
+      std::printf(
+          "{\"impl\": \"mpi\", \"kernel\": \"moe_alltoallv\", \"dtype\": \"%s\", \"ranks\": %d, \"tokens\": "
+          "%lld, "
+          "\"hidden\": %lld, \"topk\": %lld, \"experts\": %lld, \"routing\": \"%s\", \"iters\": %d, "
+          "\"dispatch_us\": %.2f, \"combine_us\": %.2f, \"expanded_bytes_per_rank\": %.0f, \"check\": "
+          "\"%s\"}\n",
+          tk::dtype_name(dt), W, (long long)T, (long long)H, (long long)K, (long long)E, routing.c_str(), n,
+          td_max * 1e6, tc_max * 1e6, bytes_max, bad_sum ? "FAIL" : "ok");
     std::fflush(stdout);
   }
   MPI_Type_free(&row_t);

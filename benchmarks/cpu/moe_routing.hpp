@@ -20,7 +20,8 @@ struct Routing {
   std::vector<float> w;      // (T, K)
 };
 
-inline Routing make_routing(const std::string &kind, uint64_t seed, int rank, int64_t T, int64_t K, int64_t E) {
+inline Routing make_routing(const std::string &kind, uint64_t seed, int rank, int64_t T, int64_t K,
+                            int64_t E) {
   Routing r;
   r.idx.assign(size_t(T * K), -1);
   r.w.assign(size_t(T * K), 0.0f);

@@ -38,7 +38,7 @@ using detail::slot;
 // Status of one PE's input, carried in the counts row / low-latency header.
 enum MoeStatus : int64_t {
   kOk = 0,
-  kBadExpert = 1,     // a = token, b = k, c = value
+  kBadExpert = 1,      // a = token, b = k, c = value
   kTooManyTokens = 2,  // a = tokens, b = max_tokens
   kNullInput = 3,      // a: 0 x, 1 topk_idx, 2 topk_weights
 };
@@ -49,12 +49,14 @@ std::string status_text(int pe, const int64_t st[4], const MoeConfig &cfg) {
   char buf[256];
   switch (st[0]) {
     case kBadExpert:
-      std::snprintf(buf, sizeof buf, "PE %d: topk_idx[%" PRId64 ", %" PRId64 "] = %" PRId64 " is outside [-1, %" PRId64 ")",
+      std::snprintf(buf, sizeof buf,
+                    "PE %d: topk_idx[%" PRId64 ", %" PRId64 "] = %" PRId64 " is outside [-1, %" PRId64 ")",
                     pe, st[1], st[2], st[3], cfg.num_experts);
       break;
     case kTooManyTokens:
-      std::snprintf(buf, sizeof buf, "PE %d: %" PRId64 " tokens exceed the buffer bound max_tokens = %" PRId64, pe,
-                    st[1], st[2]);
+      std::snprintf(buf, sizeof buf,
+                    "PE %d: %" PRId64 " tokens exceed the buffer bound max_tokens = %" PRId64, pe, st[1],
+                    st[2]);
       break;
     case kNullInput:
       std::snprintf(buf, sizeof buf, "PE %d: %s is null with %" PRId64 " tokens", pe,
@@ -64,8 +66,7 @@ std::string status_text(int pe, const int64_t st[4], const MoeConfig &cfg) {
                                  : "recv_x, expert_counts or handle",
                     st[2]);
       break;
-    default:
-      std::snprintf(buf, sizeof buf, "PE %d: status %" PRId64, pe, st[0]);
+    default: std::snprintf(buf, sizeof buf, "PE %d: status %" PRId64, pe, st[0]);
   }
   return buf;
 }
@@ -112,9 +113,7 @@ struct MoeBuffer::Layout {
   std::vector<int32_t> send_pos;      // [T][W]
 };
 
-const char *moe_mode_name(MoeMode m) {
-  return m == MoeMode::low_latency ? "low_latency" : "high_throughput";
-}
+const char *moe_mode_name(MoeMode m) { return m == MoeMode::low_latency ? "low_latency" : "high_throughput"; }
 
 bool parse_moe_mode(const std::string &s, MoeMode *out) {
   if (s == "high_throughput" || s == "ht") {
@@ -136,7 +135,8 @@ int MoeBuffer::create(const MoeConfig &cfg_in, std::unique_ptr<MoeBuffer> *out) 
   MoeConfig cfg = cfg_in;
   const int W = tdist_n_pes();
   if (cfg.num_experts < 1 || cfg.num_experts % W)
-    return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: num_experts (%lld) must be a positive multiple of the PE count (%d)",
+    return fail(TDIST_ERR_INVALID_PARAM,
+                "MoeBuffer: num_experts (%lld) must be a positive multiple of the PE count (%d)",
                 (long long)cfg.num_experts, W);
   if (cfg.topk < 1 || cfg.topk > cfg.num_experts)
     return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: topk (%lld) must be in [1, num_experts = %lld]",
@@ -150,10 +150,10 @@ int MoeBuffer::create(const MoeConfig &cfg_in, std::unique_ptr<MoeBuffer> *out) 
   if (cfg.max_recv_rows < 1 || cfg.max_recv_rows > INT32_MAX)
     return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: max_recv_rows (%lld) must be in [1, 2^31)",
                 (long long)cfg.max_recv_rows);
-  if (cfg.chunk_tokens == 0)
-    cfg.chunk_tokens = std::clamp<int64_t>((256 << 10) / (cfg.hidden * es), 1, 128);
+  if (cfg.chunk_tokens == 0) cfg.chunk_tokens = std::clamp<int64_t>((256 << 10) / (cfg.hidden * es), 1, 128);
   if (cfg.chunk_tokens < 1)
-    return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: chunk_tokens (%lld) must be >= 1", (long long)cfg.chunk_tokens);
+    return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: chunk_tokens (%lld) must be >= 1",
+                (long long)cfg.chunk_tokens);
   if (cfg.buffer_num < 2)
     return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: buffer_num (%d) must be >= 2", cfg.buffer_num);
   if (cfg.slices < 1 || cfg.slices > cfg.hidden || 2 * cfg.slices > TDIST_CPU_MAX_GRID)
@@ -284,7 +284,7 @@ int MoeBuffer::dispatch(const void *x, int64_t T, const int64_t *idx, const floa
   MoeHandle scratch;
   if (!h) h = &scratch;
   return cfg_.mode == MoeMode::high_throughput ? dispatch_ht(x, lay, st, recv_x, counts, h)
-                                                : dispatch_ll(x, lay, st, recv_x, counts, h);
+                                               : dispatch_ll(x, lay, st, recv_x, counts, h);
 }
 
 // ===================================== high throughput =====================================
@@ -309,7 +309,8 @@ void moe_counts_kernel(void *p) {
   }
   tdist_fence();
   for (int64_t j = 0; j < a.W; ++j)
-    tdistx_notify_int64(slot(a.flags, a.par * a.W + a.me), a.epoch, int((a.me + 1 + j) % a.W), TDIST_SIGNAL_SET);
+    tdistx_notify_int64(slot(a.flags, a.par * a.W + a.me), a.epoch, int((a.me + 1 + j) % a.W),
+                        TDIST_SIGNAL_SET);
   for (int64_t r = 0; r < a.W; ++r) (void)tdistx_wait_int64(slot(a.flags, a.par * a.W + r), 1, a.epoch);
   std::memcpy(a.matrix, a.rows + a.par * a.W * a.row, size_t(a.W * a.row) * 8);
 }
@@ -351,7 +352,8 @@ void ht_dispatch_kernel(void *p) {
         const uint64_t g = a.sent[pe] + uint64_t(c);
         if (g >= uint64_t(a.nbuf)) {
           const int64_t need = int64_t(g) + 1 - a.nbuf;
-          for (int q = s == 0 ? 0 : s; q < (s == 0 ? a.S : s + 1); ++q)  // slice 0's meta: every slice's credit
+          for (int q = s == 0 ? 0 : s; q < (s == 0 ? a.S : s + 1);
+               ++q)  // slice 0's meta: every slice's credit
             tdist_int64_wait_until(slot(a.credit, pe * a.S + q), TDIST_CMP_GE, need);
         }
         auto *dst = static_cast<unsigned char *>(tdist_ptr(a.ring, pe)) +
@@ -387,7 +389,8 @@ void ht_dispatch_kernel(void *p) {
           const int64_t tok = a.recv_base[src] + c * a.chunk + j;  // received-token index
           for (int64_t k = 0; k < a.K; ++k) {
             const int32_t row = meta_rows[j * a.K + k];
-            if (row >= 0) std::memcpy(a.out + size_t(row) * row_bytes + c0 * a.es, chunk + j * row_bytes + c0 * a.es, cb);
+            if (row >= 0)
+              std::memcpy(a.out + size_t(row) * row_bytes + c0 * a.es, chunk + j * row_bytes + c0 * a.es, cb);
             if (s == 0) {
               a.h_rows[tok * a.K + k] = row;
               a.h_w[tok * a.K + k] = meta_w[j * a.K + k];
@@ -451,9 +454,11 @@ void ht_combine_kernel(void *p) {
                        h.recv_weights[size_t(tok * a.K + k)], c0, c1);
           }
           if (a.dtype == DType::f64) {
-            for (int64_t cc = c0; cc < c1; ++cc) reinterpret_cast<double *>(dst + j * row_bytes)[cc] = partd[size_t(cc)];
+            for (int64_t cc = c0; cc < c1; ++cc)
+              reinterpret_cast<double *>(dst + j * row_bytes)[cc] = partd[size_t(cc)];
           } else {
-            dispatch_dtype(a.dtype, [&](auto e) { store_row<decltype(e)>(dst + j * row_bytes, part.data(), c0, c1); });
+            dispatch_dtype(a.dtype,
+                           [&](auto e) { store_row<decltype(e)>(dst + j * row_bytes, part.data(), c0, c1); });
           }
         }
         tdist_fence();
@@ -472,7 +477,9 @@ void ht_combine_kernel(void *p) {
             const auto *r = reinterpret_cast<const double *>(chunk + j * row_bytes);
             for (int64_t cc = c0; cc < c1; ++cc) accd[size_t(t * a.H + cc)] += r[cc];
           } else {
-            dispatch_dtype(a.dtype, [&](auto e) { add_row<decltype(e)>(a.acc + t * a.H, chunk + j * row_bytes, c0, c1); });
+            dispatch_dtype(a.dtype, [&](auto e) {
+              add_row<decltype(e)>(a.acc + t * a.H, chunk + j * row_bytes, c0, c1);
+            });
           }
         }
         tdistx_notify_int64(slot(a.credit, a.me * a.S + s), int64_t(g) + 1, src, TDIST_SIGNAL_SET);
@@ -482,17 +489,19 @@ void ht_combine_kernel(void *p) {
   if (sender) return;
   for (int64_t t = 0; t < a.T; ++t) {
     if (a.dtype == DType::f64) {
-      for (int64_t cc = c0; cc < c1; ++cc) reinterpret_cast<double *>(a.out + t * row_bytes)[cc] = accd[size_t(t * a.H + cc)];
+      for (int64_t cc = c0; cc < c1; ++cc)
+        reinterpret_cast<double *>(a.out + t * row_bytes)[cc] = accd[size_t(t * a.H + cc)];
     } else {
-      dispatch_dtype(a.dtype, [&](auto e) { store_row<decltype(e)>(a.out + t * row_bytes, a.acc + t * a.H, c0, c1); });
+      dispatch_dtype(a.dtype,
+                     [&](auto e) { store_row<decltype(e)>(a.out + t * row_bytes, a.acc + t * a.H, c0, c1); });
     }
   }
 }
 
 }  // namespace
 
-int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4], void *recv_x, int32_t *counts,
-                           MoeHandle *h) {
+int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4], void *recv_x,
+                           int32_t *counts, MoeHandle *h) {
   const int64_t W = world_, E = cfg_.num_experts, K = cfg_.topk, L = L_;
   // 1. counts round
   std::vector<int64_t> mine(size_t(row_i64_), 0), matrix(size_t(W * row_i64_));
@@ -500,8 +509,15 @@ int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4]
   std::copy(lay.n_send.begin(), lay.n_send.end(), mine.begin() + E);
   std::copy(st, st + 4, mine.begin() + E + W);
   const uint64_t e = ++ht_epoch_;
-  CountsArgs ca{as_i64(sym_ + off_counts_), as_i64(sym_ + off_flags_), mine.data(), row_i64_, W, me_,
-                int64_t(e % 2), int64_t(e), matrix.data()};
+  CountsArgs ca{as_i64(sym_ + off_counts_),
+                as_i64(sym_ + off_flags_),
+                mine.data(),
+                row_i64_,
+                W,
+                me_,
+                int64_t(e % 2),
+                int64_t(e),
+                matrix.data()};
   if (int rc = tdist_cpu_launch(1, moe_counts_kernel, &ca); rc != TDIST_SUCCESS)
     return fail(rc, "moe dispatch: counts round: %s", tdist_last_error_message());
   // 2. one verdict on every PE
@@ -509,7 +525,8 @@ int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4]
   for (int r = 0; r < W; ++r) {
     if (M(r, E + W) != kOk) {
       const int64_t s[4] = {M(r, E + W), M(r, E + W + 1), M(r, E + W + 2), M(r, E + W + 3)};
-      return fail(TDIST_ERR_INVALID_VALUE, "moe dispatch: %s; no data moved", status_text(r, s, cfg_).c_str());
+      return fail(TDIST_ERR_INVALID_VALUE, "moe dispatch: %s; no data moved",
+                  status_text(r, s, cfg_).c_str());
     }
   }
   std::vector<int64_t> colsum(size_t(E), 0);
@@ -520,7 +537,8 @@ int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4]
     for (int64_t j = 0; j < L; ++j) total += colsum[size_t(p * L + j)];
     if (total > cfg_.max_recv_rows)
       return fail(TDIST_ERR_INVALID_VALUE,
-                  "moe dispatch: PE %lld would receive %lld rows, above the buffer bound max_recv_rows = %lld; no data "
+                  "moe dispatch: PE %lld would receive %lld rows, above the buffer bound max_recv_rows = "
+                  "%lld; no data "
                   "moved",
                   (long long)p, (long long)total, (long long)cfg_.max_recv_rows);
   }
@@ -549,7 +567,8 @@ int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4]
     h->n_recv[size_t(r)] = M(r, E + me_);
     h->recv_base[size_t(r)] = nr_total;
     nr_total += h->n_recv[size_t(r)];
-    maxc = std::max({maxc, cdiv(h->n_recv[size_t(r)], cfg_.chunk_tokens), cdiv(lay.n_send[size_t(r)], cfg_.chunk_tokens)});
+    maxc = std::max({maxc, cdiv(h->n_recv[size_t(r)], cfg_.chunk_tokens),
+                     cdiv(lay.n_send[size_t(r)], cfg_.chunk_tokens)});
   }
   h->recv_rows.assign(size_t(nr_total * K), -1);
   h->recv_weights.assign(size_t(nr_total * K), 0.0f);
@@ -608,7 +627,8 @@ int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4]
 int MoeBuffer::combine(const void *y, const MoeHandle &h, void *out) {
   detail::clear_error();
   if (h.mode != cfg_.mode || h.n_send.size() != size_t(world_) || h.n_recv.size() != size_t(world_))
-    return fail(TDIST_ERR_INVALID_PARAM, "moe combine: the handle does not come from a dispatch of this buffer");
+    return fail(TDIST_ERR_INVALID_PARAM,
+                "moe combine: the handle does not come from a dispatch of this buffer");
   // A null y / out on a PE that has rows to read / tokens to write is refused by every PE's
   // caller symmetric checks upstream; here it would fault in the kernel, so refuse it locally.
   if ((!y && h.recv_total_rows > 0) || (!out && h.num_tokens > 0))
@@ -620,7 +640,8 @@ int MoeBuffer::combine_ht(const void *y, const MoeHandle &h, void *out) {
   const int64_t W = world_, es = int64_t(dtype_size(cfg_.dtype));
   int64_t maxc = 0;
   for (int64_t p = 0; p < W; ++p)
-    maxc = std::max({maxc, cdiv(h.n_recv[size_t(p)], cfg_.chunk_tokens), cdiv(h.n_send[size_t(p)], cfg_.chunk_tokens)});
+    maxc = std::max(
+        {maxc, cdiv(h.n_recv[size_t(p)], cfg_.chunk_tokens), cdiv(h.n_send[size_t(p)], cfg_.chunk_tokens)});
   HtCombineArgs a{};
   a.me = me_;
   a.W = world_;
@@ -682,7 +703,8 @@ void ll_dispatch_kernel(void *p) {
   for (int i = 0; i < a.W; ++i) {
     const int pe = (a.me + 1 + i) % a.W;
     const int64_t n = a.status[0] ? 0 : a.n_send[pe];
-    auto *area = static_cast<unsigned char *>(tdist_ptr(a.areas, pe)) + size_t(a.par * a.W + a.me) * a.area_bytes;
+    auto *area =
+        static_cast<unsigned char *>(tdist_ptr(a.areas, pe)) + size_t(a.par * a.W + a.me) * a.area_bytes;
     auto *meta_j = reinterpret_cast<int32_t *>(area + a.pay_bytes);
     auto *meta_pos = meta_j + a.max_tokens * a.K;
     auto *meta_w = reinterpret_cast<float *>(meta_pos + a.max_tokens * a.K);
@@ -728,7 +750,8 @@ void ll_combine_kernel(void *p) {
   std::vector<double> partd(a.dtype == DType::f64 ? size_t(a.H) : 0);
   for (int i = 0; i < a.W; ++i) {
     const int home = (a.me + 1 + i) % a.W;
-    auto *area = static_cast<unsigned char *>(tdist_ptr(a.areas, home)) + size_t(a.par * a.W + a.me) * a.area_bytes;
+    auto *area =
+        static_cast<unsigned char *>(tdist_ptr(a.areas, home)) + size_t(a.par * a.W + a.me) * a.area_bytes;
     for (int64_t j = 0; j < h.n_recv[size_t(home)]; ++j) {
       const int64_t tok = h.recv_base[size_t(home)] + j;
       std::fill(part.begin(), part.end(), 0.0f);
@@ -742,7 +765,8 @@ void ll_combine_kernel(void *p) {
       if (a.dtype == DType::f64)
         std::memcpy(area + j * row_bytes, partd.data(), row_bytes);
       else
-        dispatch_dtype(a.dtype, [&](auto e) { store_row<decltype(e)>(area + j * row_bytes, part.data(), 0, a.H); });
+        dispatch_dtype(a.dtype,
+                       [&](auto e) { store_row<decltype(e)>(area + j * row_bytes, part.data(), 0, a.H); });
     }
     tdist_fence();
     tdistx_notify_int64(slot(a.flags, a.par * a.W + a.me), a.epoch, home, TDIST_SIGNAL_SET);
@@ -761,14 +785,15 @@ void ll_combine_kernel(void *p) {
     if (a.dtype == DType::f64)
       std::memcpy(a.out + t * row_bytes, partd.data(), row_bytes);
     else
-      dispatch_dtype(a.dtype, [&](auto e) { store_row<decltype(e)>(a.out + t * row_bytes, part.data(), 0, a.H); });
+      dispatch_dtype(a.dtype,
+                     [&](auto e) { store_row<decltype(e)>(a.out + t * row_bytes, part.data(), 0, a.H); });
   }
 }
 
 }  // namespace
 
-int MoeBuffer::dispatch_ll(const void *x, const Layout &lay, const int64_t st[4], void *recv_x, int32_t *counts,
-                           MoeHandle *h) {
+int MoeBuffer::dispatch_ll(const void *x, const Layout &lay, const int64_t st[4], void *recv_x,
+                           int32_t *counts, MoeHandle *h) {
   const int64_t W = world_, K = cfg_.topk, L = L_, es = int64_t(dtype_size(cfg_.dtype));
   const uint64_t e = ++ll_d_epoch_;
   std::vector<int64_t> hdrs(size_t(W * hdr_i64_));

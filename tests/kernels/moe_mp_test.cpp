@@ -74,7 +74,8 @@ Inputs make_inputs(uint64_t seed, int pe, int W, const kc::MoeConfig &cfg, Routi
       p.erase(p.begin() + long(i));
       in.w[size_t(t * K + k)] = float(double(g() >> 11) * 0x1p-53 + 0.01);
     }
-    if (routing == Routing::skewed && K > 1 && (g() % 3) == 0) in.idx[size_t(t * K + K - 1)] = -1;  // empty slot
+    if (routing == Routing::skewed && K > 1 && (g() % 3) == 0)
+      in.idx[size_t(t * K + K - 1)] = -1;  // empty slot
   }
   return in;
 }
@@ -85,7 +86,8 @@ struct RefRow {
   int64_t t;
   int64_t k;
 };
-std::vector<std::vector<RefRow>> reference_groups(const std::vector<Inputs> &all, int me, int64_t L, int64_t K) {
+std::vector<std::vector<RefRow>> reference_groups(const std::vector<Inputs> &all, int me, int64_t L,
+                                                  int64_t K) {
   std::vector<std::vector<RefRow>> groups(static_cast<size_t>(L));
   for (int64_t j = 0; j < L; ++j)
     for (int r = 0; r < int(all.size()); ++r)
@@ -135,8 +137,9 @@ void run_case(const Case &c) {
     tk::poison(recv.data(), recv.size());
     std::vector<int32_t> counts(size_t(L), -7);
     kc::MoeHandle h;
-    ASSERT_EQ(buf->dispatch(mine.x.data(), mine.T, mine.idx.data(), mine.w.data(), recv.data(), counts.data(), &h),
-              TDIST_SUCCESS)
+    ASSERT_EQ(
+        buf->dispatch(mine.x.data(), mine.T, mine.idx.data(), mine.w.data(), recv.data(), counts.data(), &h),
+        TDIST_SUCCESS)
         << kc::last_error_message();
     // dispatch: counts, rows bit for bit, the rest untouched
     const auto groups = reference_groups(all, me, L, K);
@@ -149,18 +152,19 @@ void run_case(const Case &c) {
         const RefRow &rr = groups[size_t(j)][i];
         const int64_t row = start + int64_t(i);
         used[size_t(row)] = 1;
-        ASSERT_EQ(std::memcmp(recv.data() + size_t(row * H) * es, all[size_t(rr.src)].x.data() + size_t(rr.t * H) * es,
-                              size_t(H) * es),
+        ASSERT_EQ(std::memcmp(recv.data() + size_t(row * H) * es,
+                              all[size_t(rr.src)].x.data() + size_t(rr.t * H) * es, size_t(H) * es),
                   0)
-            << "call " << call << ": PE " << me << " group " << j << " row " << i << " (token " << rr.t << " of PE "
-            << rr.src << ") differs";
+            << "call " << call << ": PE " << me << " group " << j << " row " << i << " (token " << rr.t
+            << " of PE " << rr.src << ") differs";
       }
       off += int64_t(groups[size_t(j)].size());
     }
     for (int64_t row = 0; row < rows; ++row) {
       if (used[size_t(row)]) continue;
       for (size_t b = 0; b < size_t(H) * es; ++b)
-        ASSERT_EQ(recv[size_t(row * H) * es + b], tk::kPoisonByte) << "row " << row << " outside the groups was written";
+        ASSERT_EQ(recv[size_t(row * H) * es + b], tk::kPoisonByte)
+            << "row " << row << " outside the groups was written";
     }
     // the expert: y = round(x * scale(e)) on the rows of each group
     std::vector<unsigned char> y(recv.size());
@@ -173,7 +177,8 @@ void run_case(const Case &c) {
       for (int64_t i = 0; i < counts[size_t(j)]; ++i)
         for (int64_t col = 0; col < H; ++col) {
           const size_t at = size_t((s0 + i) * H + col);
-          tk::store_from_double(c.dtype, y.data(), at, tk::load_as_double(c.dtype, recv.data(), at) * expert_scale(me * L + j));
+          tk::store_from_double(c.dtype, y.data(), at,
+                                tk::load_as_double(c.dtype, recv.data(), at) * expert_scale(me * L + j));
         }
     }
     std::vector<unsigned char> out(size_t(mine.T * H) * es + 1);
@@ -186,8 +191,9 @@ void run_case(const Case &c) {
         for (int64_t k = 0; k < K; ++k) {
           const int64_t e = mine.idx[size_t(t * K + k)];
           if (e < 0) continue;
-          tk::store_from_double(c.dtype, ey, 0,
-                                tk::load_as_double(c.dtype, mine.x.data(), size_t(t * H + col)) * expert_scale(e));
+          tk::store_from_double(
+              c.dtype, ey, 0,
+              tk::load_as_double(c.dtype, mine.x.data(), size_t(t * H + col)) * expert_scale(e));
           const double v = double(mine.w[size_t(t * K + k)]) * tk::load_as_double(c.dtype, ey, 0);
           ref += v;
           mag += std::fabs(v);
@@ -256,23 +262,28 @@ TEST(Moe, BadInputFailsOnEveryPe) {
     // 1. an expert index out of range on PE W-1
     std::vector<int64_t> bidx = idx;
     if (me == bad) bidx[3] = cfg.num_experts + 5;
-    EXPECT_EQ(buf->dispatch(x.data(), 2, bidx.data(), w.data(), recv.data(), counts.data(), &h), TDIST_ERR_INVALID_VALUE);
+    EXPECT_EQ(buf->dispatch(x.data(), 2, bidx.data(), w.data(), recv.data(), counts.data(), &h),
+              TDIST_ERR_INVALID_VALUE);
     const std::string msg = kc::last_error_message();
-    EXPECT_NE(msg.find("PE " + std::to_string(bad) + ": topk_idx[1, 1] = " + std::to_string(cfg.num_experts + 5)),
-              std::string::npos)
+    EXPECT_NE(
+        msg.find("PE " + std::to_string(bad) + ": topk_idx[1, 1] = " + std::to_string(cfg.num_experts + 5)),
+        std::string::npos)
         << msg;
     // 2. more tokens than max_tokens on PE 0
     EXPECT_EQ(buf->dispatch(x.data(), me == 0 ? 5 : 1, idx.data(), w.data(), recv.data(), counts.data(), &h),
               TDIST_ERR_INVALID_VALUE);
-    EXPECT_NE(std::string(kc::last_error_message()).find("PE 0: 5 tokens exceed the buffer bound max_tokens = 4"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(kc::last_error_message()).find("PE 0: 5 tokens exceed the buffer bound max_tokens = 4"),
+        std::string::npos)
         << kc::last_error_message();
     // 3. high throughput: every pair to expert 0 overflows PE 0's max_recv_rows (W * 4 rows)
     if (m == kc::MoeMode::high_throughput && W >= 2) {
       std::vector<int64_t> hot = {0, -1, 0, -1, 0, -1, 0, -1};
-      EXPECT_EQ(buf->dispatch(x.data(), 4, hot.data(), w.data(), recv.data(), counts.data(), &h), TDIST_ERR_INVALID_VALUE);
-      EXPECT_NE(std::string(kc::last_error_message()).find("PE 0 would receive " + std::to_string(4 * W) + " rows"),
-                std::string::npos)
+      EXPECT_EQ(buf->dispatch(x.data(), 4, hot.data(), w.data(), recv.data(), counts.data(), &h),
+                TDIST_ERR_INVALID_VALUE);
+      EXPECT_NE(
+          std::string(kc::last_error_message()).find("PE 0 would receive " + std::to_string(4 * W) + " rows"),
+          std::string::npos)
           << kc::last_error_message();
     }
     // 4. afterwards a good call works: one token each, to expert (me + 1) % E

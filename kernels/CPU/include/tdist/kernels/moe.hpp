@@ -66,15 +66,15 @@ struct MoeConfig {
 struct MoeHandle {
   MoeMode mode = MoeMode::high_throughput;
   int64_t num_tokens = 0;
-  std::vector<int32_t> send_list;    ///< [W][max_tokens]: tokens sent to PE p in order (first n_send[p])
-  std::vector<int64_t> n_send;       ///< [W] tokens this PE sent to PE p
-  std::vector<int32_t> send_pos;     ///< [T][W]: position of token t in send_list[p], -1 if not sent
-  std::vector<int64_t> n_recv;       ///< [W] tokens this PE received from PE r
-  std::vector<int64_t> recv_base;    ///< [W] first received-token index of source r
-  std::vector<int64_t> recv_rows;    ///< [sum n_recv][K]: output row of each pair here, -1 none
-  std::vector<float> recv_weights;   ///< [sum n_recv][K]
+  std::vector<int32_t> send_list;      ///< [W][max_tokens]: tokens sent to PE p in order (first n_send[p])
+  std::vector<int64_t> n_send;         ///< [W] tokens this PE sent to PE p
+  std::vector<int32_t> send_pos;       ///< [T][W]: position of token t in send_list[p], -1 if not sent
+  std::vector<int64_t> n_recv;         ///< [W] tokens this PE received from PE r
+  std::vector<int64_t> recv_base;      ///< [W] first received-token index of source r
+  std::vector<int64_t> recv_rows;      ///< [sum n_recv][K]: output row of each pair here, -1 none
+  std::vector<float> recv_weights;     ///< [sum n_recv][K]
   std::vector<int32_t> expert_counts;  ///< [L] rows of each local group
-  int64_t recv_total_rows = 0;       ///< sum of expert_counts
+  int64_t recv_total_rows = 0;         ///< sum of expert_counts
 };
 
 class MoeBuffer {
@@ -108,7 +108,8 @@ class MoeBuffer {
  private:
   MoeBuffer() = default;
   struct Layout;
-  int validate_and_route(const void *x, int64_t T, const int64_t *idx, const float *w, Layout *lay, int64_t st[4]);
+  int validate_and_route(const void *x, int64_t T, const int64_t *idx, const float *w, Layout *lay,
+                         int64_t st[4]);
   int dispatch_ht(const void *x, const Layout &lay, const int64_t st[4], void *recv_x, int32_t *counts,
                   MoeHandle *h);
   int dispatch_ll(const void *x, const Layout &lay, const int64_t st[4], void *recv_x, int32_t *counts,
@@ -124,9 +125,9 @@ class MoeBuffer {
   size_t off_counts_ = 0, off_flags_ = 0, off_dring_ = 0, off_dready_ = 0, off_dcredit_ = 0;
   size_t off_cring_ = 0, off_cready_ = 0, off_ccredit_ = 0;
   size_t off_lld_ = 0, off_llhdr_ = 0, off_llcomb_ = 0, off_llflags_d_ = 0, off_llflags_c_ = 0;
-  int64_t row_i64_ = 0;       // counts row: E + W + 4 int64
-  int64_t d_tok_bytes_ = 0;   // one token in the dispatch ring / low-latency area (payload + meta)
-  int64_t hdr_i64_ = 0;       // low-latency header: L + 5 int64
+  int64_t row_i64_ = 0;      // counts row: E + W + 4 int64
+  int64_t d_tok_bytes_ = 0;  // one token in the dispatch ring / low-latency area (payload + meta)
+  int64_t hdr_i64_ = 0;      // low-latency header: L + 5 int64
   // sequence numbers of the rings (chunks ever sent / received per peer) and call epochs
   std::vector<uint64_t> dsent_, drecv_, csent_, crecv_;
   uint64_t ht_epoch_ = 0, ll_d_epoch_ = 0, ll_c_epoch_ = 0;
