@@ -146,6 +146,8 @@ int run_freeze() {
   rc = sig ? tdist_ctrl_barrier() : tdist_last_error();
   if (rc) return report("setup", rc, 0), 1;
   if (g_rank == victim) {
+    // Let every rank leave the set-up barrier first (rank 0's store answers its last GETs).
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     std::fprintf(stderr, "hostile_app: rank %d stops itself (SIGSTOP)\n", g_rank);
     std::fflush(stderr);
     ::raise(SIGSTOP);
