@@ -51,8 +51,8 @@ struct Input {
   }
 };
 
-const StoreOp kOps[] = {StoreOp::kHello, StoreOp::kSet,     StoreOp::kGet,       StoreOp::kAdd,
-                        StoreOp::kDel,   StoreOp::kCheck,   StoreOp::kFinalize,  StoreOp::kWatch,
+const StoreOp kOps[] = {StoreOp::kHello,     StoreOp::kSet,     StoreOp::kGet,       StoreOp::kAdd,
+                        StoreOp::kDel,       StoreOp::kCheck,   StoreOp::kFinalize,  StoreOp::kWatch,
                         StoreOp::kHeartbeat, StoreOp::kReplyOk, StoreOp::kReplyError};
 
 std::string key_of(Input &in) {
@@ -86,10 +86,10 @@ std::string value_of(Input &in) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Input in{data, size};
   std::set<int> open;
-  std::map<int, bool> authed;        // as the replies show it
-  std::map<int, int> watcher_rank;   // connection -> rank of an accepted WATCH
+  std::map<int, bool> authed;       // as the replies show it
+  std::map<int, int> watcher_rank;  // connection -> rank of an accepted WATCH
   std::set<int> finalized_ranks;
-  std::map<int, int> rank_conn;      // rank -> its accepted HELLO connection
+  std::map<int, int> rank_conn;  // rank -> its accepted HELLO connection
   int handling = -1;
   StoreOp handling_op{};
   std::string handling_key, handling_value;
@@ -98,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check(k.size() <= kStoreMaxKey && v.size() <= kStoreMaxValue, "a reply beyond the frame limits");
     if (!authed[c]) {
       const bool own_ok = c == handling && op == StoreOp::kReplyOk &&
-                          (handling_op == StoreOp::kHello || handling_op == StoreOp::kWatch) && k == handling_key;
+                          (handling_op == StoreOp::kHello || handling_op == StoreOp::kWatch) &&
+                          k == handling_key;
       check(op == StoreOp::kReplyError || own_ok, "an unauthenticated connection got data");
       check(!own_ok || handling_value == "s", "a connection joined without the secret");
       if (own_ok) authed[c] = true;
@@ -140,8 +141,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bool keep = st.handle(conn, f, now);
         handling = -1;
         if (!was && authed[conn]) {
-          if (op == StoreOp::kWatch) watcher_rank[conn] = std::atoi(key.c_str());
-          else rank_conn[std::atoi(key.c_str())] = conn;
+          if (op == StoreOp::kWatch)
+            watcher_rank[conn] = std::atoi(key.c_str());
+          else
+            rank_conn[std::atoi(key.c_str())] = conn;
         }
         if (authed[conn] && op == StoreOp::kFinalize && was && !watcher_rank.count(conn))
           for (auto &[r, c] : rank_conn)

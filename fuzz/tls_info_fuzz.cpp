@@ -27,8 +27,8 @@ void check(bool ok, const char *what) {
 }
 
 bool same(const StoreTlsConfig &a, const StoreTlsConfig &b) {
-  return a.enable == b.enable && a.ca_file == b.ca_file && a.cert_file == b.cert_file && a.key_file == b.key_file &&
-         a.verify_client == b.verify_client && a.verify_host == b.verify_host;
+  return a.enable == b.enable && a.ca_file == b.ca_file && a.cert_file == b.cert_file &&
+         a.key_file == b.key_file && a.verify_client == b.verify_client && a.verify_host == b.verify_host;
 }
 
 bool parse(bool enable, const std::string &s, StoreTlsConfig *out) {
@@ -37,7 +37,8 @@ bool parse(bool enable, const std::string &s, StoreTlsConfig *out) {
     return true;
   } catch (const Error &e) {
     check(e.code() == TDIST_ERR_INVALID_PARAM, "an error other than INVALID_PARAM");
-    check(std::string(e.what()).find("store TLS info") != std::string::npos, "an error that does not say what");
+    check(std::string(e.what()).find("store TLS info") != std::string::npos,
+          "an error that does not say what");
     return false;
   } catch (...) {
     check(false, "an exception that is not tdist::Error");
@@ -60,7 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const std::string *v : {&c.ca_file, &c.cert_file, &c.key_file})
     check(v->find_first_of(";,") == std::string::npos, "a separator inside a value");
   std::string back = "ca=" + c.ca_file + ";cert=" + c.cert_file + ";key=" + c.key_file +
-                     ";verify_client=" + (c.verify_client ? "1" : "0") + ";verify_host=" + (c.verify_host ? "1" : "0");
+                     ";verify_client=" + (c.verify_client ? "1" : "0") +
+                     ";verify_host=" + (c.verify_host ? "1" : "0");
   StoreTlsConfig again;
   // Values end where the parser trims them: a value with trailing spaces (not accepted back) is
   // the one form that cannot round-trip, and the parser never produces it.

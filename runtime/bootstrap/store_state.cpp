@@ -7,8 +7,11 @@
 namespace tdist {
 
 StoreState::StoreState(int n_ranks, std::string secret, SendFn send)
-    : n_ranks_(n_ranks), secret_(std::move(secret)), send_(std::move(send)),
-      progress_(size_t(n_ranks), 0), at_low_(size_t(n_ranks)) {}
+    : n_ranks_(n_ranks),
+      secret_(std::move(secret)),
+      send_(std::move(send)),
+      progress_(size_t(n_ranks), 0),
+      at_low_(size_t(n_ranks)) {}
 
 void StoreState::open(int conn) { peers_[conn] = Peer{}; }
 
@@ -92,7 +95,8 @@ bool StoreState::authenticate(int conn, Peer &p, const Frame &f, uint64_t now_ms
   }
   int r = parse_rank_key(f.key, n_ranks_);
   if (r < 0) {
-    send_(conn, StoreOp::kReplyError, f.key, strfmt("rank '%.32s' out of range [0, %d)", f.key.c_str(), n_ranks_));
+    send_(conn, StoreOp::kReplyError, f.key,
+          strfmt("rank '%.32s' out of range [0, %d)", f.key.c_str(), n_ranks_));
     return false;
   }
   {
@@ -180,8 +184,10 @@ bool StoreState::handle(int conn, Frame &f, uint64_t now_ms) {
     }
     case StoreOp::kGet: {
       auto it = kv_.find(f.key);
-      if (it != kv_.end()) send_(conn, StoreOp::kReplyOk, f.key, it->second);
-      else waiters_[f.key].push_back(conn);
+      if (it != kv_.end())
+        send_(conn, StoreOp::kReplyOk, f.key, it->second);
+      else
+        waiters_[f.key].push_back(conn);
       return true;
     }
     case StoreOp::kAdd: {
@@ -212,9 +218,7 @@ bool StoreState::handle(int conn, Frame &f, uint64_t now_ms) {
       kv_.erase(f.key);
       send_(conn, StoreOp::kReplyOk, f.key, "");
       return true;
-    case StoreOp::kCheck:
-      send_(conn, StoreOp::kReplyOk, f.key, kv_.count(f.key) ? "1" : "0");
-      return true;
+    case StoreOp::kCheck: send_(conn, StoreOp::kReplyOk, f.key, kv_.count(f.key) ? "1" : "0"); return true;
     case StoreOp::kFinalize: {
       p.finalized = true;
       {
@@ -229,9 +233,7 @@ bool StoreState::handle(int conn, Frame &f, uint64_t now_ms) {
     case StoreOp::kWatch:
       send_(conn, StoreOp::kReplyError, f.key, "connection already authenticated");
       return false;
-    default:
-      send_(conn, StoreOp::kReplyError, f.key, "op not valid in a request");
-      return false;
+    default: send_(conn, StoreOp::kReplyError, f.key, "op not valid in a request"); return false;
   }
 }
 

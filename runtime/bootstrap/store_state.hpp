@@ -86,9 +86,9 @@ class StoreState {
   uint64_t heartbeat_ms_ = 0;
   std::map<int, uint64_t> last_beat_;  // rank -> when its watchdog last spoke
   // Garbage collection of the control plane's rounds.
-  std::vector<uint64_t> progress_;  // per rank: the latest round it named
-  uint64_t low_ = 0;                // min(progress_)
-  size_t at_low_ = 0;               // ranks whose progress is low_
+  std::vector<uint64_t> progress_;                           // per rank: the latest round it named
+  uint64_t low_ = 0;                                         // min(progress_)
+  size_t at_low_ = 0;                                        // ranks whose progress is low_
   std::map<uint64_t, std::vector<std::string>> round_keys_;  // round -> its keys in kv_
   mutable std::mutex mu_;  // guards the three sets below (read by the server's destructor)
   std::set<int> finalized_ranks_, seen_ranks_, gone_ranks_;

@@ -44,7 +44,7 @@ def test_store_secret_per_job():
         p = subprocess.run(RUN + ["-n", "2", "--mps", "off", "--", sys.executable, "-c", code],
                            capture_output=True, text=True, timeout=60, env=env)
         assert p.returncode == 0, p.stderr
-        got = {l.split("] ", 1)[1] for l in p.stdout.splitlines() if l.startswith("[rank ")}
+        got = {ln.split("] ", 1)[1] for ln in p.stdout.splitlines() if ln.startswith("[rank ")}
         assert len(got) == 1, got
         secret = got.pop()
         assert len(secret) >= 32 and all(c in "0123456789abcdef" for c in secret), secret
@@ -53,7 +53,7 @@ def test_store_secret_per_job():
     assert secrets[0] != secrets[1]
     p = subprocess.run(RUN + ["-n", "2", "--mps", "off", "--", sys.executable, "-c", code],
                        capture_output=True, text=True, timeout=60, env=dict(env, TDIST_STORE_SECRET="mine"))
-    assert {l.split("] ", 1)[1] for l in p.stdout.splitlines() if l.startswith("[rank ")} == {"mine"}
+    assert {ln.split("] ", 1)[1] for ln in p.stdout.splitlines() if ln.startswith("[rank ")} == {"mine"}
 
 
 def test_failing_rank_stops_the_others(tmp_path):

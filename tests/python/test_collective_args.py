@@ -67,10 +67,10 @@ def test_bad_argument_fails_the_collective_on_every_pe():
     out = r.stdout
     assert r.returncode == 0, out[-3000:] + r.stderr[-3000:]
     for rank in (0, 1):
-        lines = [l.split("] ", 1)[1] for l in out.splitlines() if l.startswith(f"[rank {rank}] ")]
-        bad = [l for l in lines if l.startswith(("ACCEPTED", "WRONG"))]
+        lines = [ln.split("] ", 1)[1] for ln in out.splitlines() if ln.startswith(f"[rank {rank}] ")]
+        bad = [ln for ln in lines if ln.startswith(("ACCEPTED", "WRONG"))]
         assert not bad, (rank, bad)
-        oks = [l for l in lines if l.startswith("OK ")]
+        oks = [ln for ln in lines if ln.startswith("OK ")]
         assert len(oks) == 11, (rank, lines)
-        assert all(float(l.split()[1]) < 10 for l in oks), oks  # nobody waited for a timeout
+        assert all(float(ln.split()[1]) < 10 for ln in oks), oks  # nobody waited for a timeout
         assert "DONE" in lines, lines

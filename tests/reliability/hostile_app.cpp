@@ -125,9 +125,10 @@ int run_memory() {
   report("memory loop", rc, since(t0));
   bool ok = rc == 0;
   if (g_rank == 0) {
-    std::printf("MEMORY rank=0 barriers=%ld in %.2f s mallocs=%ld in %.2f s rss_kb start=%ld "
-                "after_barriers=%ld after_mallocs=%ld growth_kb=%ld bound_kb=%ld\n",
-                barriers, tb, mallocs, tm, rss0, rss1, rss2, rss2 - rss0, bound_kb);
+    std::printf(
+        "MEMORY rank=0 barriers=%ld in %.2f s mallocs=%ld in %.2f s rss_kb start=%ld "
+        "after_barriers=%ld after_mallocs=%ld growth_kb=%ld bound_kb=%ld\n",
+        barriers, tb, mallocs, tm, rss0, rss1, rss2, rss2 - rss0, bound_kb);
     std::fflush(stdout);
     ok = ok && rss2 - rss0 <= bound_kb;
   }
@@ -159,7 +160,8 @@ int run_freeze() {
   rc = tdist_host_barrier_all();
   const double tb = since(t0);
   report("tdist_host_barrier_all", rc, tb);
-  bool ok = rc == TDIST_ERR_BOOTSTRAP && std::string(tdist_last_error_message()).find(name) != std::string::npos;
+  bool ok =
+      rc == TDIST_ERR_BOOTSTRAP && std::string(tdist_last_error_message()).find(name) != std::string::npos;
   rc = tdist_cpu_launch(2, kernel_wait, sig);
   report("tdist_cpu_launch(wait)", rc, since(t0));
   ok = ok && rc == TDIST_ERR_BOOTSTRAP;

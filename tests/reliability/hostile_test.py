@@ -30,11 +30,10 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fault_test import free_port_pair, job_processes, shm_listing  # noqa: E402
+from fault_test import free_port_pair, job_processes  # noqa: E402
 
 CASES = ["heap_stranger", "store_secret", "store_memory", "freeze", "mismatch"]
 NOBODY = 65534
@@ -95,8 +94,8 @@ def stranger_child(uid, stop_at, result_fd):
     while time.monotonic() < stop_at:
         try:
             with open("/proc/net/unix") as f:
-                names = {l.split()[-1][1:] for l in f.read().splitlines()[1:]
-                         if l.split()[-1].startswith("@tdist-") and "-heap-" in l}
+                names = {ln.split()[-1][1:] for ln in f.read().splitlines()[1:]
+                         if ln.split()[-1].startswith("@tdist-") and "-heap-" in ln}
         except OSError:
             names = set()
         for name in names - tried:
