@@ -1181,20 +1181,6 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
     SYNC;                                                                                                \
     return 0;                                                                                            \
   }                                                                                                      \
-  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_signal_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes, \
-                                                                int64_t sig_addr, uint64_t signal,       \
-                                                                int32_t sig_op, int32_t pe) {            \
-    SYNC;                                                                                                \
-    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                      \
-    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                               \
-    SYNC;                                                                                                \
-    if (IDX == 0) {                                                                                      \
-      tdisti_nv_fence_sc_sys();                                                                          \
-      tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);                            \
-    }                                                                                                    \
-    SYNC;                                                                                                \
-    return 0;                                                                                            \
-  }                                                                                                      \
   TDISTI_NV_ABI int32_t tdistx_shmem_putmem_signal_##scope##_nbi_i64(int64_t dst, int64_t src, int64_t nbytes, \
                                                                     int64_t sig_addr, uint64_t signal,   \
                                                                     int32_t sig_op, int32_t pe) {        \
@@ -1206,6 +1192,14 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
       tdisti_nv_fence_sc_sys();                                                                          \
       tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);                            \
     }                                                                                                    \
+    return 0;                                                                                            \
+  }                                                                                                      \
+  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_signal_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes, \
+                                                                int64_t sig_addr, uint64_t signal,       \
+                                                                int32_t sig_op, int32_t pe) { \
+    /* the non-blocking form, then the exit join that makes the call blocking */                     \
+    tdistx_shmem_putmem_signal_##scope##_nbi_i64(dst, src, nbytes, sig_addr, signal, sig_op, pe);        \
+    SYNC;                                                                                                \
     return 0;                                                                                            \
   }
 TDISTI_NV_DEFINE_SHMEM_RMA(thread, 0u, 1u, (void)0)
