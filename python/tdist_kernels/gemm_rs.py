@@ -93,7 +93,7 @@ def rs_reduce_kernel(
     for lt in range(pid, tiles_m * tiles_n, nprog):
         tm = lt // tiles_n
         tn = lt % tiles_n
-        tok = dl.wait(sig_ptr + lt * world * SIG, world, "gpu", "acquire", waitValue=1)
+        tok = dl.wait(sig_ptr + lt * world * SIG, world, "gpu", "acquire", waitValue=1, slot_stride=SIG)
         src = dl.consume_token(recv_ptr, tok)
         rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
         for m0 in range(0, BLOCK_M, RED_M):

@@ -710,9 +710,9 @@ TDISTI_NV_ABI void tdist_getmem_nbi(void *dst, const void *src, size_t nbytes, i
   tdist_getmem(dst, src, nbytes, pe);
 }
 
+/* signal_op is the one notify on a uint64 slot: an unreachable PE records NOT_SUPPORTED. */
 TDISTI_NV_ABI void tdist_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {
-  uint64_t *p = (uint64_t *)tdisti_nv_ptr(sig_addr, pe);
-  if (p) tdisti_nv_signal_at(p, signal, sig_op, pe);
+  tdisti_nv_notify<uint64_t>(sig_addr, signal, pe, sig_op);
 }
 TDISTI_NV_ABI void tdist_putmem_signal(void *dst, const void *src, size_t nbytes, uint64_t *sig_addr,
                                        uint64_t signal, int sig_op, int pe) {
@@ -949,13 +949,11 @@ TDISTI_NV_ABI void tdist_putmem_signal_nbi_i64(int64_t dst, int64_t src, size_t 
                                                int32_t pe) {
   tdist_putmem_signal_i64(dst, src, nbytes, sig_addr, signal, sig_op, pe);
 }
+/* The program's form of signal_op is the notify twin's body (bar.sync, then thread 0 releases):
+ * the release after the join orders every earlier store of the program by cumulativity. */
 TDISTI_NV_ABI void tdist_signal_op_i64(int64_t sig_addr, uint64_t signal, int32_t sig_op, int32_t pe) {
   tdisti_nv_syncthreads();
-  if (tdisti_nv_block_tid() == 0) {
-    tdisti_nv_fence_sc_sys();
-    tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);
-  }
-  tdisti_nv_syncthreads();
+  if (tdisti_nv_block_tid() == 0) tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);
 }
 TDISTI_NV_ABI uint64_t tdist_signal_fetch_i64(int64_t sig_addr) {
   return tdist_signal_fetch((const uint64_t *)TDISTI_NV_P(sig_addr));
