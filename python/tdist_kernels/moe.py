@@ -31,7 +31,8 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import SIG, SIG_ELEMS, KernelArgError, cdiv, pow2, wait_ge
+from ._common import SIG, SIG_ELEMS, KernelArgError, cdiv, pow2, resident_grid, wait_ge
+from ._resources import RESOURCES
 
 MODES = ("high_throughput", "low_latency")
 
@@ -714,7 +715,7 @@ class MoeBuffer:
     """
 
     def __init__(self, num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", max_recv_rows=None,
-                 chunk_tokens=None, buffer_num=2, slices=None):
+                 chunk_tokens=None, buffer_num=4, slices=None):
         from ._resources import RESOURCES
         torch, ash, tdist = RESOURCES.runtime()
         self.torch, self.ash = torch, ash
@@ -739,9 +740,12 @@ class MoeBuffer:
         self.block_k = pow2(topk)
         if mode == "high_throughput":
             self.max_recv_rows = max_recv_rows or max_tokens * W * min(topk, L)
-            self.chunk = chunk_tokens or max(1, min(64, (128 << 10) // (hidden * es)))
+            # A chunk is one credit round trip per slice: 1 MiB chunks (64 tokens at H = 7168 bf16) and
+            # four ring slots keep the pipeline bandwidth-bound rather than latency-bound.
+            self.chunk = chunk_tokens or max(1, min(64, (1 << 20) // (hidden * es)))
             self.nbuf = buffer_num
-            self.S = slices or max(1, min(16, cdiv(hidden, 512)))
+            # senders and receivers (2 S programs) wait on each other: all must be co-resident
+            self.S = slices or max(1, min(32, cdiv(hidden, 256), resident_grid(RESOURCES.sm_budget(), 4) // 2))
             if self.nbuf < 2 or self.chunk < 1 or self.S < 1:
                 raise KernelArgError(f"{what}: buffer_num >= 2, chunk_tokens >= 1 and slices >= 1 are required")
             self.recv_rows = self.max_recv_rows
@@ -757,7 +761,8 @@ class MoeBuffer:
             if max_tokens > 1024:
                 raise KernelArgError(f"{what}: low_latency holds all tokens of a rank in one tile: max_tokens "
                                      f"({max_tokens}) must be <= 1024 (use high_throughput above that)")
-            self.S = slices or max(1, min(8, cdiv(hidden, 1024)))
+            # combine: W * S programs (home rank, column slice), co-resident
+            self.S = slices or max(1, min(32, cdiv(hidden, 256), resident_grid(RESOURCES.sm_budget(), 4) // W))
             self.recv_rows = L * W * max_tokens
             self.HDR = 8
             n_area = 2 * W * max_tokens
@@ -832,7 +837,8 @@ class MoeBuffer:
         h_w = torch.empty((W * self.max_tokens, K), dtype=torch.float32, device=dev)
         n_recv = torch.empty(W, dtype=torch.int32, device=dev)
         status = torch.zeros(8, dtype=torch.int32, device=dev)
-        grid = max(W, min(W * L, 4 * W))
+        # the W senders, then every program expands (source, expert) pairs: all co-resident
+        grid = max(W, min(W * L, resident_grid(RESOURCES.sm_budget(), 4)))
         moe_ll_dispatch_kernel[(grid,)](
             x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
             h_rows, h_w, n_recv, status, self.me, W, H, K, L, E, self.max_tokens, self.HDR,
