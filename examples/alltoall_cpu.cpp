@@ -52,13 +52,19 @@ int main(int argc, char **argv) {
   int iters = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--S") S = std::atoll(argv[i + 1]);
-    else if (a == "--H") H = std::atoll(argv[i + 1]);
-    else if (a == "--D") D = std::atoll(argv[i + 1]);
-    else if (a == "--iters") iters = std::atoi(argv[i + 1]);
-    else if (a == "--dtype" && tk::parse_dtype(argv[i + 1], &dtype)) continue;
+    if (a == "--S")
+      S = std::atoll(argv[i + 1]);
+    else if (a == "--H")
+      H = std::atoll(argv[i + 1]);
+    else if (a == "--D")
+      D = std::atoll(argv[i + 1]);
+    else if (a == "--iters")
+      iters = std::atoi(argv[i + 1]);
+    else if (a == "--dtype" && tk::parse_dtype(argv[i + 1], &dtype))
+      continue;
     else {
-      std::fprintf(stderr, "usage: alltoall_cpu [--S n] [--H n] [--D n] [--dtype f32|f64|f16|bf16] [--iters n]\n");
+      std::fprintf(stderr,
+                   "usage: alltoall_cpu [--S n] [--H n] [--D n] [--dtype f32|f64|f16|bf16] [--iters n]\n");
       return 2;
     }
   }
@@ -74,9 +80,10 @@ int main(int argc, char **argv) {
   const size_t es = tk::dtype_size(dtype);
   const size_t n = size_t(S * W * H * D), bytes = n * es;
   if (me == 0)
-    std::printf("reverse all-to-all: %d PEs, A (%lld, %lld, %lld) -> C (%lld, %lld, %lld) %s, %.2f MiB per PE\n", W,
-                (long long)(S * W), (long long)H, (long long)D, (long long)S, (long long)(H * W), (long long)D,
-                tk::dtype_name(dtype), double(bytes) / (1 << 20));
+    std::printf(
+        "reverse all-to-all: %d PEs, A (%lld, %lld, %lld) -> C (%lld, %lld, %lld) %s, %.2f MiB per PE\n", W,
+        (long long)(S * W), (long long)H, (long long)D, (long long)S, (long long)(H * W), (long long)D,
+        tk::dtype_name(dtype), double(bytes) / (1 << 20));
 
   // Copy ceiling: every PE copies its bytes locally, all at the same time.
   std::vector<unsigned char> src(bytes), dst(bytes), in(bytes), local_out(bytes);
@@ -101,8 +108,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "alltoall_cpu[pe %d]: %s\n", me, kc::last_error_message());
       return 1;
     }
-    unsigned char *out = v == kc::A2AVariant::direct ? static_cast<unsigned char *>(a2a->output_buffer())
-                                                     : local_out.data();
+    unsigned char *out =
+        v == kc::A2AVariant::direct ? static_cast<unsigned char *>(a2a->output_buffer()) : local_out.data();
     // Fresh inputs (a new seed, agreed by all PEs) and a poisoned output for every variant.
     seed = tk::splitmix64(seed + uint64_t(now_s() * 1e9));
     tdist_ctrl_broadcast(&seed, sizeof seed, 0);
@@ -111,24 +118,27 @@ int main(int argc, char **argv) {
     tdist_host_barrier_all();
     int st = a2a->run(in.data(), out);
     std::string why;
-    int64_t bad = st ? -1 : tk::reference::check_alltoall(kc::A2ADirection::reverse, dtype, S, H, D, W, me, seed,
-                                                          out, W * H * D, D, &why);
+    int64_t bad = st ? -1
+                     : tk::reference::check_alltoall(kc::A2ADirection::reverse, dtype, S, H, D, W, me, seed,
+                                                     out, W * H * D, D, &why);
     // direct alternates between two symmetric output buffers: later calls pass nullptr ("this
     // call's buffer"); the result of the latest is a2a->last_output()
     void *again = v == kc::A2AVariant::direct ? nullptr : out;
     const double t = st ? 0 : time_it(iters, [&] { st = st ? st : a2a->run(in.data(), again); });
     if (st) {
-      std::fprintf(stderr, "alltoall_cpu[pe %d]: %s: %s\n", me, kc::a2a_variant_name(v), kc::last_error_message());
+      std::fprintf(stderr, "alltoall_cpu[pe %d]: %s: %s\n", me, kc::a2a_variant_name(v),
+                   kc::last_error_message());
       return 1;
     }
-    if (bad) std::fprintf(stderr, "alltoall_cpu[pe %d]: %s: %lld wrong elements, first: %s\n", me,
-                          kc::a2a_variant_name(v), (long long)bad, why.c_str());
+    if (bad)
+      std::fprintf(stderr, "alltoall_cpu[pe %d]: %s: %lld wrong elements, first: %s\n", me,
+                   kc::a2a_variant_name(v), (long long)bad, why.c_str());
     const bool all_ok = slowest(double(bad)) == 0;
     failures += !all_ok;
     const double bw = double(bytes) / t / 1e9;
     if (me == 0)
-      std::printf("  %-18s %10.1f us  %7.2f GB/s  %.2fx memcpy  check %s\n", kc::a2a_variant_name(v), t * 1e6, bw,
-                  bw / copy_bw, all_ok ? "ok" : "FAILED");
+      std::printf("  %-18s %10.1f us  %7.2f GB/s  %.2fx memcpy  check %s\n", kc::a2a_variant_name(v), t * 1e6,
+                  bw, bw / copy_bw, all_ok ? "ok" : "FAILED");
   }
   tdist_finalize();
   return failures ? 1 : 0;

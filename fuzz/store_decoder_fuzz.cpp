@@ -66,8 +66,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int rank = parse_rank_key(f.key, 1 << 20);
       if (rank >= 0) check(std::to_string(rank) == f.key, "non-canonical rank accepted");
       int64_t d;
-      if (parse_add_delta(f.value, &d)) check(std::to_string(d) == f.value || f.value[0] == '0' || f.value.rfind("-0", 0) == 0,
-                                              "ADD delta does not round-trip");
+      if (parse_add_delta(f.value, &d))
+        check(std::to_string(d) == f.value || f.value[0] == '0' || f.value.rfind("-0", 0) == 0,
+              "ADD delta does not round-trip");
       (void)secret_matches(f.value, "secret");
       // After a HELLO the server raises the limit (mode bit 7 simulates that).
       if ((mode & 0x80) && f.op == StoreOp::kHello) {

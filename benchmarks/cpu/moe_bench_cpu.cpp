@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
         continue;
       }
       const tdist_bench::Routing r = tdist_bench::make_routing(routing, seed, me, T, K, E);
-      std::vector<unsigned char> x(size_t(T * H) * es), recv(size_t(buf->recv_rows() * H) * es),
+      std::vector<unsigned char> x(size_t(T * H) * es), recv(size_t(buf -> recv_rows() * H) * es),
           out(size_t(T * H) * es);
       tk::fill_random(dt, x.data(), size_t(T * H), seed, me);
       std::vector<int32_t> counts(size_t(buf->local_experts()));

@@ -41,9 +41,12 @@ std::vector<size_t> parse_sizes(const char *s) {
     char *end = nullptr;
     double v = std::strtod(tok.c_str(), &end);
     std::string suf(end);
-    if (suf == "K" || suf == "k" || suf == "KiB") v *= 1024;
-    else if (suf == "M" || suf == "MiB") v *= 1024 * 1024;
-    else if (suf == "G" || suf == "GiB") v *= 1024.0 * 1024 * 1024;
+    if (suf == "K" || suf == "k" || suf == "KiB")
+      v *= 1024;
+    else if (suf == "M" || suf == "MiB")
+      v *= 1024 * 1024;
+    else if (suf == "G" || suf == "GiB")
+      v *= 1024.0 * 1024 * 1024;
     out.push_back(size_t(v));
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -94,18 +97,23 @@ int main(int argc, char **argv) {
       }
       return argv[++i];
     };
-    if (a == "--op") o.op = next();
+    if (a == "--op")
+      o.op = next();
     else if (a == "--dtype") {
       if (!tk::parse_dtype(next(), &o.dtype)) {
         std::fprintf(stderr, "mpi_baseline: unknown dtype %s (f32, f64, f16, bf16)\n", argv[i]);
         MPI_Abort(MPI_COMM_WORLD, 2);
       }
-    } else if (a == "--bytes") o.bytes = parse_sizes(next());
-    else if (a == "--iters") o.iters = std::atoi(next());
-    else if (a == "--warmup") o.warmup = std::atoi(next());
+    } else if (a == "--bytes")
+      o.bytes = parse_sizes(next());
+    else if (a == "--iters")
+      o.iters = std::atoi(next());
+    else if (a == "--warmup")
+      o.warmup = std::atoi(next());
     else {
-      std::fprintf(stderr, "usage: mpi_baseline --op alltoall|allreduce --dtype f32|f64|f16|bf16 "
-                           "--bytes N[,N...] [--iters N] [--warmup N]\n");
+      std::fprintf(stderr,
+                   "usage: mpi_baseline --op alltoall|allreduce --dtype f32|f64|f16|bf16 "
+                   "--bytes N[,N...] [--iters N] [--warmup N]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -125,16 +133,19 @@ int main(int argc, char **argv) {
 
   for (size_t nbytes : o.bytes) {
     // Elements per rank: alltoall sends count elements to each peer.
-    size_t count = o.op == "alltoall" ? std::max<size_t>(1, nbytes / es / world) : std::max<size_t>(1, nbytes / es);
+    size_t count =
+        o.op == "alltoall" ? std::max<size_t>(1, nbytes / es / world) : std::max<size_t>(1, nbytes / es);
     size_t n = o.op == "alltoall" ? count * world : count;
     std::vector<unsigned char> in(n * es), out(n * es);
     uint64_t seed = tk::splitmix64(seed_base + nbytes);
     tk::fill_random(o.dtype, in.data(), n, seed, rank);
     auto run_once = [&]() {
       if (o.op == "alltoall")
-        MPI_Alltoall(in.data(), int(count), mpi_type(o.dtype), out.data(), int(count), mpi_type(o.dtype), MPI_COMM_WORLD);
+        MPI_Alltoall(in.data(), int(count), mpi_type(o.dtype), out.data(), int(count), mpi_type(o.dtype),
+                     MPI_COMM_WORLD);
       else
-        MPI_Allreduce(in.data(), out.data(), int(n), mpi_type(o.dtype), half ? half_op : MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(in.data(), out.data(), int(n), mpi_type(o.dtype), half ? half_op : MPI_SUM,
+                      MPI_COMM_WORLD);
     };
     auto check = [&]() -> int {
       int bad = 0;
@@ -158,7 +169,8 @@ int main(int argc, char **argv) {
           double tol = 2.0 * world * tk::dtype_unit_roundoff(o.dtype) * (mag + 1e-30);
           if (!(std::fabs(got - ref) <= tol)) ++bad;
         }
-        if (bad) std::fprintf(stderr, "mpi_baseline[%d]: %s mismatch at element %zu\n", rank, o.op.c_str(), i);
+        if (bad)
+          std::fprintf(stderr, "mpi_baseline[%d]: %s mismatch at element %zu\n", rank, o.op.c_str(), i);
       }
       return bad;
     };
@@ -180,11 +192,12 @@ int main(int argc, char **argv) {
     failures += bad;
     if (rank == 0) {
       size_t bytes = n * es;
-      std::printf("{\"impl\": \"mpi\", \"kernel\": \"mpi_%s\", \"dtype\": \"%s\", \"ranks\": %d, "
-                  "\"bytes\": %zu, \"iters\": %d, \"time_us\": %.3f, \"algbw_GBps\": %.4f, "
-                  "\"check\": \"%s\"}\n",
-                  o.op.c_str(), tk::dtype_name(o.dtype), world, bytes, iters, dt_max * 1e6,
-                  double(bytes) / dt_max / 1e9, bad_sum ? "FAIL" : "ok");
+      std::printf(
+          "{\"impl\": \"mpi\", \"kernel\": \"mpi_%s\", \"dtype\": \"%s\", \"ranks\": %d, "
+          "\"bytes\": %zu, \"iters\": %d, \"time_us\": %.3f, \"algbw_GBps\": %.4f, "
+          "\"check\": \"%s\"}\n",
+          o.op.c_str(), tk::dtype_name(o.dtype), world, bytes, iters, dt_max * 1e6,
+          double(bytes) / dt_max / 1e9, bad_sum ? "FAIL" : "ok");
       std::fflush(stdout);
     }
   }

@@ -33,8 +33,10 @@ namespace {
 /** The kernel's name; the former names (a2a_mte, a2a_udma, a2a_wn, dispatch_mte) are accepted with
  *  a note on stderr, so records always carry the current name. */
 std::string canonical_kernel(const std::string &k) {
-  static const char *const renamed[][2] = {{"a2a_mte", "a2a_pipeline"}, {"a2a_udma", "a2a_bulk"},
-                                           {"a2a_wn", "a2a_wait_notify"}, {"dispatch_mte", "dispatch_pipeline"}};
+  static const char *const renamed[][2] = {{"a2a_mte", "a2a_pipeline"},
+                                           {"a2a_udma", "a2a_bulk"},
+                                           {"a2a_wn", "a2a_wait_notify"},
+                                           {"dispatch_mte", "dispatch_pipeline"}};
   for (const auto &r : renamed)
     if (k == r[0]) {
       std::fprintf(stderr, "tdist-bench-cpu: kernel %s is now called %s\n", r[0], r[1]);
@@ -47,7 +49,7 @@ struct Options {
   std::string kernel = "a2a_pipeline";
   tk::DType dtype = tk::DType::f32;
   std::vector<size_t> bytes = {1 << 20};
-  int64_t H = 4, D = 256;  // all-to-all
+  int64_t H = 4, D = 256;    // all-to-all
   int64_t n = 256, k = 256;  // GEMMs
   int64_t block_s = 0, block_d = 0;
   int buffer_num = 2;
@@ -58,11 +60,12 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char *msg) {
-  std::fprintf(stderr,
-               "tdist-bench-cpu: %s\nusage: tdist-bench-cpu --kernel K [--dtype f32|f64|f16|bf16] --bytes N[,N..] "
-               "[--H h --D d --block-s b --block-d b --buffer-num n] [--n n --k k] [--grid g] [--iters n] "
-               "[--warmup n] [--min-time s] [--no-check]\n",
-               msg);
+  std::fprintf(
+      stderr,
+      "tdist-bench-cpu: %s\nusage: tdist-bench-cpu --kernel K [--dtype f32|f64|f16|bf16] --bytes N[,N..] "
+      "[--H h --D d --block-s b --block-d b --buffer-num n] [--n n --k k] [--grid g] [--iters n] "
+      "[--warmup n] [--min-time s] [--no-check]\n",
+      msg);
   std::exit(2);
 }
 
@@ -75,10 +78,14 @@ std::vector<size_t> parse_sizes(const std::string &str) {
     char *end = nullptr;
     double v = std::strtod(tok.c_str(), &end);
     std::string suf(end);
-    if (suf == "K" || suf == "k" || suf == "KiB") v *= 1024;
-    else if (suf == "M" || suf == "MiB") v *= 1024.0 * 1024;
-    else if (suf == "G" || suf == "GiB") v *= 1024.0 * 1024 * 1024;
-    else if (!suf.empty()) usage(("bad size '" + tok + "'").c_str());
+    if (suf == "K" || suf == "k" || suf == "KiB")
+      v *= 1024;
+    else if (suf == "M" || suf == "MiB")
+      v *= 1024.0 * 1024;
+    else if (suf == "G" || suf == "GiB")
+      v *= 1024.0 * 1024 * 1024;
+    else if (!suf.empty())
+      usage(("bad size '" + tok + "'").c_str());
     out.push_back(size_t(v));
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -117,9 +124,9 @@ struct Case {
   std::function<void(uint64_t)> prepare;
   std::function<int()> run;
   std::function<int64_t(uint64_t, std::string *)> check;
-  size_t bytes = 0;       // input bytes per PE (the bandwidth numerator)
-  double flops = 0;       // per PE, GEMMs only
-  std::string shape;      // JSON fragment
+  size_t bytes = 0;   // input bytes per PE (the bandwidth numerator)
+  double flops = 0;   // per PE, GEMMs only
+  std::string shape;  // JSON fragment
 };
 
 void measure(const Options &o, Case &c) {
@@ -153,15 +160,20 @@ void measure(const Options &o, Case &c) {
     bad += bad2;
   }
   double bad_total = max_over_pes(double(bad));
-  if (bad) std::fprintf(stderr, "tdist-bench-cpu[pe %d]: %s: %lld bad elements: %s\n", me, o.kernel.c_str(), (long long)bad, why.c_str());
+  if (bad)
+    std::fprintf(stderr, "tdist-bench-cpu[pe %d]: %s: %lld bad elements: %s\n", me, o.kernel.c_str(),
+                 (long long)bad, why.c_str());
   if (bad_total > 0) ++g_failures;
   if (me == 0) {
-    std::printf("{\"impl\": \"tdist\", \"kernel\": \"%s\", \"dtype\": \"%s\", \"ranks\": %d, \"bytes\": %zu, "
-                "\"iters\": %d, \"time_us\": %.3f, \"algbw_GBps\": %.4f, %s%s\"check\": \"%s\"}\n",
-                o.kernel.c_str(), tk::dtype_name(o.dtype), W, c.bytes, iters, dt * 1e6, double(c.bytes) / dt / 1e9,
-                c.shape.c_str(),
-                c.flops > 0 ? ("\"gflops\": " + std::to_string(c.flops / dt / 1e9) + ", ").c_str() : "",
-                !o.check ? "skipped" : bad_total > 0 ? "FAIL" : "ok");
+    std::printf(
+        "{\"impl\": \"tdist\", \"kernel\": \"%s\", \"dtype\": \"%s\", \"ranks\": %d, \"bytes\": %zu, "
+        "\"iters\": %d, \"time_us\": %.3f, \"algbw_GBps\": %.4f, %s%s\"check\": \"%s\"}\n",
+        o.kernel.c_str(), tk::dtype_name(o.dtype), W, c.bytes, iters, dt * 1e6, double(c.bytes) / dt / 1e9,
+        c.shape.c_str(),
+        c.flops > 0 ? ("\"gflops\": " + std::to_string(c.flops / dt / 1e9) + ", ").c_str() : "",
+        !o.check        ? "skipped"
+        : bad_total > 0 ? "FAIL"
+                        : "ok");
     std::fflush(stdout);
   }
 }
@@ -190,8 +202,10 @@ void bench_alltoall(const Options &o, kc::A2ADirection dir, kc::A2AVariant v) {
     unsigned char *out = direct ? static_cast<unsigned char *>(a2a->output_buffer()) : local.data();
     Case c;
     c.bytes = n * es;
-    c.shape = "\"S\": " + std::to_string(cfg.S) + ", \"H\": " + std::to_string(cfg.H) + ", \"D\": " + std::to_string(cfg.D) +
-              ", \"block_s\": " + std::to_string(a2a->config().block_s) + ", \"grid\": " + std::to_string(a2a->config().grid) + ", ";
+    c.shape = "\"S\": " + std::to_string(cfg.S) + ", \"H\": " + std::to_string(cfg.H) +
+              ", \"D\": " + std::to_string(cfg.D) +
+              ", \"block_s\": " + std::to_string(a2a->config().block_s) +
+              ", \"grid\": " + std::to_string(a2a->config().grid) + ", ";
     c.prepare = [&](uint64_t seed) {
       tk::fill_random(o.dtype, in.data(), n, seed, me);
       if (direct) out = static_cast<unsigned char *>(a2a->output_buffer());
@@ -230,7 +244,9 @@ void bench_allreduce(const Options &o, kc::AllReduceAlgo algo) {
       tk::poison(out.data(), out.size());
     };
     c.run = [&] { return ar->run(in.data(), out.data(), n); };
-    c.check = [&](uint64_t seed, std::string *why) { return ref::check_allreduce(o.dtype, n, W, seed, out.data(), why); };
+    c.check = [&](uint64_t seed, std::string *why) {
+      return ref::check_allreduce(o.dtype, n, W, seed, out.data(), why);
+    };
     measure(o, c);
   }
 }
@@ -241,7 +257,8 @@ void bench_gemm(const Options &o, bool ag) {
   for (size_t bytes : o.bytes) {
     const int64_t m = std::max<int64_t>(1, int64_t(bytes / (size_t(o.k) * es)) / (ag ? 1 : W));
     const int64_t a_rows = ag ? m : W * m, c_rows = ag ? W * m : m;
-    std::vector<unsigned char> a(size_t(a_rows * o.k) * es), b(size_t(o.k * o.n) * es), cbuf(size_t(c_rows * o.n) * es);
+    std::vector<unsigned char> a(size_t(a_rows * o.k) * es), b(size_t(o.k * o.n) * es),
+        cbuf(size_t(c_rows * o.n) * es);
     std::unique_ptr<kc::AgGemm> agop;
     std::unique_ptr<kc::GemmRs> rsop;
     int grid = o.grid ? o.grid : kc::kDefaultGrid;
@@ -266,15 +283,17 @@ void bench_gemm(const Options &o, bool ag) {
     Case c;
     c.bytes = a.size();
     c.flops = 2.0 * double(W * m) * double(o.n) * double(o.k) / (ag ? 1 : 1);
-    c.shape = "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(o.n) + ", \"k\": " + std::to_string(o.k) +
-              ", \"grid\": " + std::to_string(grid) + ", ";
+    c.shape = "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(o.n) +
+              ", \"k\": " + std::to_string(o.k) + ", \"grid\": " + std::to_string(grid) + ", ";
     c.prepare = [&](uint64_t seed) {
       seed_b = tk::splitmix64(seed + 1);
       tk::fill_random(o.dtype, a.data(), a.size() / es, seed, me);
       tk::fill_random(o.dtype, b.data(), b.size() / es, seed_b, me);
       tk::poison(cbuf.data(), cbuf.size());
     };
-    c.run = [&] { return ag ? agop->run(a.data(), b.data(), cbuf.data()) : rsop->run(a.data(), b.data(), cbuf.data()); };
+    c.run = [&] {
+      return ag ? agop->run(a.data(), b.data(), cbuf.data()) : rsop->run(a.data(), b.data(), cbuf.data());
+    };
     c.check = [&](uint64_t seed, std::string *why) {
       return ag ? ref::check_ag_gemm(o.dtype, m, o.n, o.k, W, me, seed, seed_b, cbuf.data(), why)
                 : ref::check_gemm_rs(o.dtype, m, o.n, o.k, W, me, seed, seed_b, cbuf.data(), why);
@@ -316,23 +335,38 @@ int main(int argc, char **argv) {
       if (i + 1 >= argc) usage((a + " needs a value").c_str());
       return argv[++i];
     };
-    if (a == "--kernel") o.kernel = canonical_kernel(next());
+    if (a == "--kernel")
+      o.kernel = canonical_kernel(next());
     else if (a == "--dtype") {
       if (!tk::parse_dtype(next(), &o.dtype)) usage("unknown dtype");
-    } else if (a == "--bytes") o.bytes = parse_sizes(next());
-    else if (a == "--H") o.H = std::stoll(next());
-    else if (a == "--D") o.D = std::stoll(next());
-    else if (a == "--n") o.n = std::stoll(next());
-    else if (a == "--k") o.k = std::stoll(next());
-    else if (a == "--block-s") o.block_s = std::stoll(next());
-    else if (a == "--block-d") o.block_d = std::stoll(next());
-    else if (a == "--buffer-num") o.buffer_num = std::stoi(next());
-    else if (a == "--grid") o.grid = std::stoi(next());
-    else if (a == "--iters") o.iters = std::stoi(next());
-    else if (a == "--warmup") o.warmup = std::stoi(next());
-    else if (a == "--min-time") o.min_time_s = std::stod(next());
-    else if (a == "--no-check") o.check = false;
-    else usage(("unknown argument " + a).c_str());
+    } else if (a == "--bytes")
+      o.bytes = parse_sizes(next());
+    else if (a == "--H")
+      o.H = std::stoll(next());
+    else if (a == "--D")
+      o.D = std::stoll(next());
+    else if (a == "--n")
+      o.n = std::stoll(next());
+    else if (a == "--k")
+      o.k = std::stoll(next());
+    else if (a == "--block-s")
+      o.block_s = std::stoll(next());
+    else if (a == "--block-d")
+      o.block_d = std::stoll(next());
+    else if (a == "--buffer-num")
+      o.buffer_num = std::stoi(next());
+    else if (a == "--grid")
+      o.grid = std::stoi(next());
+    else if (a == "--iters")
+      o.iters = std::stoi(next());
+    else if (a == "--warmup")
+      o.warmup = std::stoi(next());
+    else if (a == "--min-time")
+      o.min_time_s = std::stod(next());
+    else if (a == "--no-check")
+      o.check = false;
+    else
+      usage(("unknown argument " + a).c_str());
   }
   tdist_init_attr_t attr;
   tdist_init_attr_default(&attr);
@@ -343,18 +377,30 @@ int main(int argc, char **argv) {
   attr.local_mem_size = std::max<uint64_t>(64ull << 20, 3 * uint64_t(max_bytes) + (16ull << 20));
   if (int st = tdist_init_from_env(&attr); st) die("tdist_init_from_env", st);
   const std::string &k = o.kernel;
-  if (k == "a2a_pipeline") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::pipeline);
-  else if (k == "a2a_bulk") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::bulk);
-  else if (k == "a2a_wait_notify") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::wait_notify);
-  else if (k == "a2a_direct") bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::direct);
-  else if (k == "dispatch_pipeline") bench_alltoall(o, kc::A2ADirection::dispatch, kc::A2AVariant::pipeline);
-  else if (k == "dispatch_direct") bench_alltoall(o, kc::A2ADirection::dispatch, kc::A2AVariant::direct);
-  else if (k == "ar_one_shot") bench_allreduce(o, kc::AllReduceAlgo::one_shot);
-  else if (k == "ar_two_shot") bench_allreduce(o, kc::AllReduceAlgo::two_shot);
-  else if (k == "ar_ring") bench_allreduce(o, kc::AllReduceAlgo::ring);
-  else if (k == "ag_gemm") bench_gemm(o, true);
-  else if (k == "gemm_rs") bench_gemm(o, false);
-  else if (k == "memcpy") bench_memcpy(o);
+  if (k == "a2a_pipeline")
+    bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::pipeline);
+  else if (k == "a2a_bulk")
+    bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::bulk);
+  else if (k == "a2a_wait_notify")
+    bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::wait_notify);
+  else if (k == "a2a_direct")
+    bench_alltoall(o, kc::A2ADirection::reverse, kc::A2AVariant::direct);
+  else if (k == "dispatch_pipeline")
+    bench_alltoall(o, kc::A2ADirection::dispatch, kc::A2AVariant::pipeline);
+  else if (k == "dispatch_direct")
+    bench_alltoall(o, kc::A2ADirection::dispatch, kc::A2AVariant::direct);
+  else if (k == "ar_one_shot")
+    bench_allreduce(o, kc::AllReduceAlgo::one_shot);
+  else if (k == "ar_two_shot")
+    bench_allreduce(o, kc::AllReduceAlgo::two_shot);
+  else if (k == "ar_ring")
+    bench_allreduce(o, kc::AllReduceAlgo::ring);
+  else if (k == "ag_gemm")
+    bench_gemm(o, true);
+  else if (k == "gemm_rs")
+    bench_gemm(o, false);
+  else if (k == "memcpy")
+    bench_memcpy(o);
   else {
     tdist_finalize();
     usage(("unknown kernel " + k).c_str());

@@ -1,6 +1,7 @@
 // NVIDIA backend benchmarks. Run under tdist-run (several ranks on one GPU run under MPS):
 //   tdist-run -n 2 -- tdist_gpu_bench pingpong   signal round trip: tdist API vs raw PTX floor
-//                                                (tdist_gpu_bench_noprintf: the same, TDIST_NV_NO_DEVICE_PRINTF)
+//                                                (tdist_gpu_bench_noprintf: the same,
+//                                                TDIST_NV_NO_DEVICE_PRINTF)
 //   tdist-run -n 1 -- tdist_gpu_bench put        block putmem vs cudaMemcpy D2D, same bytes
 //   tdist-run -n N -- tdist_gpu_bench barrier    device tdist_barrier_all latency
 // Each prints a ratio against a baseline measured in the same run (medians of repeated runs).
@@ -16,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#define CK(call)                                                                                \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
+#define CK(call)                                                                                  \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                             \
-    }                                                                                           \
+      std::exit(1);                                                                               \
+    }                                                                                             \
   } while (0)
 #define TD(call)                                                                                      \
   do {                                                                                                \
@@ -50,7 +51,8 @@ double median(std::vector<double> v) {
 // in a kernel makes ptxas put MEMBAR.ALL.CTA before every system-scope release, and the API's
 // fault path has one (its diagnostic), so this form prices that fence alone.
 template <bool kApiSignal, bool kApiWait, bool kDiagPath = false>
-__global__ void pingpong(uint64_t *mine, uint64_t *theirs, int me, int iters, uint64_t base, unsigned long long *ns) {
+__global__ void pingpong(uint64_t *mine, uint64_t *theirs, int me, int iters, uint64_t base,
+                         unsigned long long *ns) {
   if (kApiSignal || kApiWait) me = tdist_my_pe();
   const int peer = 1 - me;
   uint64_t t0 = 0;
@@ -97,13 +99,16 @@ void bench_pingpong() {
   const tdist_device_state_t *s = tdist_host_device_state();
   const bool active = me() < 2;
   uint64_t *mine = flags, *theirs = nullptr;
-  if (active) theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[1 - me()]) + tdist_heap_offset(mine));
+  if (active)
+    theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[1 - me()]) +
+                                          tdist_heap_offset(mine));
   using Kernel = void (*)(uint64_t *, uint64_t *, int, int, uint64_t, unsigned long long *);
   constexpr int kForms = 5;
   const Kernel kernels[kForms] = {pingpong<true, true>, pingpong<false, false>, pingpong<true, false>,
                                   pingpong<false, true>, pingpong<false, false, true>};
-  const char *names[kForms] = {"tdist signal_op + signal_wait_until", "raw PTX floor", "tdist signal_op + raw wait",
-                               "raw signal + tdist signal_wait_until", "raw PTX with a never-taken printf"};
+  const char *names[kForms] = {"tdist signal_op + signal_wait_until", "raw PTX floor",
+                               "tdist signal_op + raw wait", "raw signal + tdist signal_wait_until",
+                               "raw PTX with a never-taken printf"};
   const int iters = 20000, reps = 7;
   std::vector<double> t[kForms];
   uint64_t base = 0;
@@ -131,8 +136,9 @@ void bench_pingpong() {
 #else
     const char *build = "";
 #endif
-    std::printf("pingpong n_pes=%d iters=%d: %s %.3f us/round trip, raw PTX %.3f us, ratio %.3f (goal <= 1.05)%s\n",
-                npes(), iters, names[0], median(t[0]), floor, median(t[0]) / floor, build);
+    std::printf(
+        "pingpong n_pes=%d iters=%d: %s %.3f us/round trip, raw PTX %.3f us, ratio %.3f (goal <= 1.05)%s\n",
+        npes(), iters, names[0], median(t[0]), floor, median(t[0]) / floor, build);
   }
   TD(tdist_host_barrier_all());
   cudaFree(ns);
@@ -194,9 +200,10 @@ void bench_put() {
       if (gbs > best_put) best_put = gbs, best_blocks = block_counts[cfg];
     } else {
       std::printf("put: cudaMemcpyAsync D2D into the peer mapping: %.1f GB/s (%.3f ms)\n", gbs, median(t));
-      std::printf("put n_pes=%d bytes=%zu: block putmem %.1f GB/s (%d CTAs) vs cudaMemcpy %.1f GB/s, ratio %.3f "
-                  "(goal >= 0.9)\n",
-                  npes(), total, best_put, best_blocks, gbs, best_put / gbs);
+      std::printf(
+          "put n_pes=%d bytes=%zu: block putmem %.1f GB/s (%d CTAs) vs cudaMemcpy %.1f GB/s, ratio %.3f "
+          "(goal >= 0.9)\n",
+          npes(), total, best_put, best_blocks, gbs, best_put / gbs);
     }
   }
   TD(tdist_host_barrier_all());
@@ -231,9 +238,10 @@ void bench_barrier() {
   std::vector<double> all(npes());
   TD(tdist_ctrl_allgather(&mine, all.data(), sizeof mine));
   if (me() == 0)
-    std::printf("barrier n_pes=%d: tdist_barrier_all (1 CTA per PE) %.3f us per barrier (PE medians %.3f..%.3f)\n",
-                npes(), *std::max_element(all.begin(), all.end()), *std::min_element(all.begin(), all.end()),
-                *std::max_element(all.begin(), all.end()));
+    std::printf(
+        "barrier n_pes=%d: tdist_barrier_all (1 CTA per PE) %.3f us per barrier (PE medians %.3f..%.3f)\n",
+        npes(), *std::max_element(all.begin(), all.end()), *std::min_element(all.begin(), all.end()),
+        *std::max_element(all.begin(), all.end()));
 }
 
 }  // namespace

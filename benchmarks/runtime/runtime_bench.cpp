@@ -127,8 +127,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 200; ++i) check(tdist_ctrl_barrier(), "ctrl barrier");
   double ctrl_us = (now_s() - t0) / 200 * 1e6;
   if (me == 0)
-    std::printf("barrier_all: %d PEs: %.2f us (store-based control barrier %.2f us, ratio %.3f)\n",
-                n, host_us, ctrl_us, host_us / ctrl_us);
+    std::printf("barrier_all: %d PEs: %.2f us (store-based control barrier %.2f us, ratio %.3f)\n", n,
+                host_us, ctrl_us, host_us / ctrl_us);
   check(tdist_finalize(), "finalize");
   return 0;
 }

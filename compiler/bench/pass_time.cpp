@@ -29,7 +29,7 @@ namespace dist = mlir::triton::distributed;
 
 namespace {
 
-constexpr int kGroupsPerFunc = 100; // ~1000 ops per function, like a module of many kernels
+constexpr int kGroupsPerFunc = 100;  // ~1000 ops per function, like a module of many kernels
 
 /// A module of about `targetOps` ops: functions whose bodies repeat one group of the seven
 /// distributed ops plus plain arithmetic (10 ops per group).
@@ -40,8 +40,8 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, int64_t targetOps, bool memr
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   Type bufType = memrefs ? Type(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()))
                          : Type(LLVM::LLVMPointerType::get(&ctx));
-  Type sigType = memrefs ? Type(MemRefType::get({ShapedType::kDynamic}, i32))
-                         : Type(LLVM::LLVMPointerType::get(&ctx));
+  Type sigType =
+      memrefs ? Type(MemRefType::get({ShapedType::kDynamic}, i32)) : Type(LLVM::LLVMPointerType::get(&ctx));
   auto fnType = b.getFunctionType({bufType, sigType, i64}, {});
   const int64_t groups = targetOps / 10;
   for (int64_t g = 0, f = 0; g < groups; ++f) {
@@ -55,14 +55,14 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, int64_t targetOps, bool memr
     for (int i = 0; i < kGroupsPerFunc && g < groups; ++i, ++g) {
       Value r = dist::GetRankOp::create(b, loc, c0);
       Value n = dist::GetNumRanksOp::create(b, loc, c0);
-      Value peer = dist::SymmAtOp::create(b, loc, buf, r, memrefs ? TypeAttr() : TypeAttr::get(b.getF32Type()));
+      Value peer =
+          dist::SymmAtOp::create(b, loc, buf, r, memrefs ? TypeAttr() : TypeAttr::get(b.getF32Type()));
       dist::NotifyOp::create(b, loc, sig, v, r, dist::SignalOp::SET, dist::CommScope::INTRA_NODE,
                              memrefs ? TypeAttr() : TypeAttr::get(i32));
       Value tok = dist::WaitOp::create(b, loc, i32, sig, c1, c1, dist::MemSyncScope::SYSTEM,
                                        dist::MemSemantic::ACQUIRE);
       dist::ConsumeTokenOp::create(b, loc, peer, tok);
-      dist::ExternCallOp::create(b, loc, TypeRange{}, ValueRange{}, "", "", "aclshmem_quiet",
-                                 false);
+      dist::ExternCallOp::create(b, loc, TypeRange{}, ValueRange{}, "", "", "aclshmem_quiet", false);
       Value s = arith::AddIOp::create(b, loc, r, n);
       Value m = arith::MulIOp::create(b, loc, s, tok);
       arith::SubIOp::create(b, loc, m, c1);
@@ -84,19 +84,18 @@ struct Target {
   void (*add)(PassManager &);
 };
 
-} // namespace
+}  // namespace
 
 int main(int argc, char **argv) {
   int64_t maxOps = argc > 1 ? std::atoll(argv[1]) : 1000000;
   std::vector<int64_t> sizes;
   for (int64_t s : {10000, 30000, 100000, 300000, 1000000})
-    if (s <= maxOps)
-      sizes.push_back(s);
+    if (s <= maxOps) sizes.push_back(s);
 
   DialectRegistry registry;
-  registry.insert<dist::DistributedDialect, hivm::HIVMDialect, arith::ArithDialect,
-                  func::FuncDialect, LLVM::LLVMDialect, NVVM::NVVMDialect, memref::MemRefDialect,
-                  scf::SCFDialect, tensor::TensorDialect>();
+  registry.insert<dist::DistributedDialect, hivm::HIVMDialect, arith::ArithDialect, func::FuncDialect,
+                  LLVM::LLVMDialect, NVVM::NVVMDialect, memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect>();
   MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
 
@@ -116,8 +115,7 @@ int main(int argc, char **argv) {
        }},
   };
 
-  std::printf("%-9s %10s %10s %10s %10s %10s\n", "pass", "ops in", "ops out", "ms", "ns/op",
-              "linearity");
+  std::printf("%-9s %10s %10s %10s %10s %10s\n", "pass", "ops in", "ops out", "ms", "ns/op", "linearity");
   for (const Target &t : targets) {
     double baseNsPerOp = 0;
     for (int64_t size : sizes) {
@@ -129,7 +127,7 @@ int main(int argc, char **argv) {
         OwningOpRef<ModuleOp> m = buildModule(ctx, size, t.memrefs);
         in = countOps(*m);
         PassManager pm(&ctx);
-        pm.enableVerifier(false); // time the pass, not the verifier
+        pm.enableVerifier(false);  // time the pass, not the verifier
         t.add(pm);
         auto t0 = std::chrono::steady_clock::now();
         if (failed(pm.run(*m))) {
@@ -139,14 +137,12 @@ int main(int argc, char **argv) {
         double once =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         out = countOps(*m);
-        if (rep >= 0 && once < ms)
-          ms = once;
+        if (rep >= 0 && once < ms) ms = once;
       }
       double nsPerOp = ms * 1e6 / double(in);
-      if (baseNsPerOp == 0)
-        baseNsPerOp = nsPerOp;
-      std::printf("%-9s %10lld %10lld %10.1f %10.1f %10.2f\n", t.name, (long long)in,
-                  (long long)out, ms, nsPerOp, nsPerOp / baseNsPerOp);
+      if (baseNsPerOp == 0) baseNsPerOp = nsPerOp;
+      std::printf("%-9s %10lld %10lld %10.1f %10.1f %10.2f\n", t.name, (long long)in, (long long)out, ms,
+                  nsPerOp, nsPerOp / baseNsPerOp);
     }
   }
   std::printf("linearity = (ns/op at this size) / (ns/op at %lld ops); 1.00 is exactly linear\n",

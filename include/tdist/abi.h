@@ -109,8 +109,8 @@ TDIST_DEVICE_API int tdist_n_pes(void);
 TDIST_DEVICE_API void *tdist_ptr(const void *addr, int pe);
 
 /* ---- typed single-element put/get: tdist_<T>_p / tdist_<T>_g ---- */
-#define TDIST_DECLARE_PG(name, T)                                              \
-  TDIST_DEVICE_API void tdist_##name##_p(T *dst, T value, int pe);             \
+#define TDIST_DECLARE_PG(name, T)                                  \
+  TDIST_DEVICE_API void tdist_##name##_p(T *dst, T value, int pe); \
   TDIST_DEVICE_API T tdist_##name##_g(const T *src, int pe);
 TDIST_FOR_EACH_RMA_TYPE(TDIST_DECLARE_PG)
 #undef TDIST_DECLARE_PG
@@ -123,11 +123,10 @@ TDIST_DEVICE_API void tdist_getmem_nbi(void *dst, const void *src, size_t nbytes
 
 /** put `nbytes`, then update the signal at `sig_addr` on `pe` with release ordering after the
  *  data (the receiver that observes the signal sees the data). */
-TDIST_DEVICE_API void tdist_putmem_signal(void *dst, const void *src, size_t nbytes,
-                                          uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
-TDIST_DEVICE_API void tdist_putmem_signal_nbi(void *dst, const void *src, size_t nbytes,
-                                              uint64_t *sig_addr, uint64_t signal, int sig_op,
-                                              int pe);
+TDIST_DEVICE_API void tdist_putmem_signal(void *dst, const void *src, size_t nbytes, uint64_t *sig_addr,
+                                          uint64_t signal, int sig_op, int pe);
+TDIST_DEVICE_API void tdist_putmem_signal_nbi(void *dst, const void *src, size_t nbytes, uint64_t *sig_addr,
+                                              uint64_t signal, int sig_op, int pe);
 
 /* ---- signals and waits ---- */
 TDIST_DEVICE_API void tdist_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
@@ -144,8 +143,8 @@ TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DECLARE_WAIT_UNTIL)
 /* dl.wait: wait (acquire) until each of `n` slots, TDIST_SIGNAL_SLOT_BYTES apart starting at
  * `slots`, equals `value`. Non-consuming. Returns a token (0) for consume_token.
  * dl.notify: update the slot `slot` (a symmetric address) on `pe` (release). */
-#define TDIST_DECLARE_SLOT_OPS(name, T)                                                   \
-  TDIST_DEVICE_API int32_t tdistx_wait_##name(T *slots, int32_t n, T value);              \
+#define TDIST_DECLARE_SLOT_OPS(name, T)                                      \
+  TDIST_DEVICE_API int32_t tdistx_wait_##name(T *slots, int32_t n, T value); \
   TDIST_DEVICE_API void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op);
 TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DECLARE_SLOT_OPS)
 #undef TDIST_DECLARE_SLOT_OPS

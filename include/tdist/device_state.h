@@ -18,32 +18,32 @@
  *   [TDIST_HEAP_RESERVED, heap_size) user allocations (collective malloc)
  * Internal region: */
 #define TDIST_HEAP_RESERVED (64u * 1024u)
-#define TDIST_SYNC_DEVICE_BARRIER_OFF 0u    /* uint64 flag: this PE's device barrier epoch     */
-#define TDIST_SYNC_HOST_BARRIER_OFF 64u     /* uint64 flag: this PE's host barrier epoch       */
-#define TDIST_SYNC_GRID_ARRIVE_OFF 128u     /* uint64: programs arrived at the device barrier  */
-#define TDIST_SYNC_GRID_RELEASE_OFF 192u    /* uint64: device barrier generation released      */
-#define TDIST_SYNC_FAULT_OFF 256u           /* uint64: nonzero once a launch faulted (sticky)   */
-#define TDIST_SYNC_SLEEPERS_OFF 320u        /* uint32: CPU waiters asleep on this PE's memory   */
-#define TDIST_SYNC_FUTEX_OFF 384u           /* uint32: futex word bumped to wake those waiters  */
+#define TDIST_SYNC_DEVICE_BARRIER_OFF 0u /* uint64 flag: this PE's device barrier epoch     */
+#define TDIST_SYNC_HOST_BARRIER_OFF 64u  /* uint64 flag: this PE's host barrier epoch       */
+#define TDIST_SYNC_GRID_ARRIVE_OFF 128u  /* uint64: programs arrived at the device barrier  */
+#define TDIST_SYNC_GRID_RELEASE_OFF 192u /* uint64: device barrier generation released      */
+#define TDIST_SYNC_FAULT_OFF 256u        /* uint64: nonzero once a launch faulted (sticky)   */
+#define TDIST_SYNC_SLEEPERS_OFF 320u     /* uint32: CPU waiters asleep on this PE's memory   */
+#define TDIST_SYNC_FUTEX_OFF 384u        /* uint32: futex word bumped to wake those waiters  */
 
 typedef struct tdist_device_state {
   uint32_t magic;   /* TDIST_DEVICE_STATE_MAGIC */
   uint32_t version; /* TDIST_DEVICE_STATE_VERSION */
   int32_t my_pe;
   int32_t n_pes;
-  uint64_t heap_size;          /* bytes, same on every PE */
-  void *heap_base;             /* this PE's heap, as mapped in this process / on this device */
-  void **p2p_heap_base;        /* [n_pes] load/store-reachable base of each PE's heap, or NULL */
-  void **rdma_heap_base;       /* [n_pes] base as seen by the ROCE engine, or NULL */
-  void **sdma_heap_base;       /* [n_pes] base as seen by the copy engine, or NULL */
-  uint32_t engine_mask;        /* tdist_engine_t bits enabled at init */
-  uint32_t debug;              /* nonzero: trap (GPU) / abort (CPU) on a device fault */
-  uint64_t wait_timeout_ns;    /* 0 = wait forever */
+  uint64_t heap_size;              /* bytes, same on every PE */
+  void *heap_base;                 /* this PE's heap, as mapped in this process / on this device */
+  void **p2p_heap_base;            /* [n_pes] load/store-reachable base of each PE's heap, or NULL */
+  void **rdma_heap_base;           /* [n_pes] base as seen by the ROCE engine, or NULL */
+  void **sdma_heap_base;           /* [n_pes] base as seen by the copy engine, or NULL */
+  uint32_t engine_mask;            /* tdist_engine_t bits enabled at init */
+  uint32_t debug;                  /* nonzero: trap (GPU) / abort (CPU) on a device fault */
+  uint64_t wait_timeout_ns;        /* 0 = wait forever */
   uint64_t spin_before_backoff_ns; /* CPU: pure spinning before a wait yields, then sleeps */
   /* sticky fault record, written by the first faulting wait */
-  int32_t fault_code;          /* 0 or a tdist_status_t */
-  int32_t fault_pe;            /* PE whose memory was waited on / targeted */
-  uint64_t fault_offset;       /* heap offset of the slot */
+  int32_t fault_code;    /* 0 or a tdist_status_t */
+  int32_t fault_pe;      /* PE whose memory was waited on / targeted */
+  uint64_t fault_offset; /* heap offset of the slot */
   uint64_t fault_expected;
   uint64_t fault_seen;
   int32_t fault_cmp;

@@ -55,19 +55,19 @@ typedef enum tdist_backend_t {
 } tdist_backend_t;
 
 typedef struct tdist_option_attr {
-  uint32_t data_op_engine_type;  /* tdist_engine_t bitmask; default MTE */
-  int32_t backend;               /* tdist_backend_t; default AUTO */
-  int32_t device_id;             /* CUDA device; -1 = LOCAL_RANK modulo the visible devices */
-  uint32_t shm_init_timeout_s;   /* bootstrap connect / rendezvous; default 120 */
-  uint32_t control_timeout_s;    /* each control-plane operation; default 120 */
-  uint64_t wait_timeout_ms;      /* device-side waits; 0 = forever; default TDIST_DEFAULT_WAIT_TIMEOUT_MS */
+  uint32_t data_op_engine_type; /* tdist_engine_t bitmask; default MTE */
+  int32_t backend;              /* tdist_backend_t; default AUTO */
+  int32_t device_id;            /* CUDA device; -1 = LOCAL_RANK modulo the visible devices */
+  uint32_t shm_init_timeout_s;  /* bootstrap connect / rendezvous; default 120 */
+  uint32_t control_timeout_s;   /* each control-plane operation; default 120 */
+  uint64_t wait_timeout_ms;     /* device-side waits; 0 = forever; default TDIST_DEFAULT_WAIT_TIMEOUT_MS */
 } tdist_option_attr_t;
 
 typedef struct tdist_init_attr {
   int32_t my_rank;
   int32_t n_ranks;
-  uint64_t local_mem_size;               /* symmetric heap bytes per PE (user part) */
-  char ip_port[TDIST_IP_PORT_MAX];       /* "tcp://host:port" or "tcp6://[host]:port" */
+  uint64_t local_mem_size;         /* symmetric heap bytes per PE (user part) */
+  char ip_port[TDIST_IP_PORT_MAX]; /* "tcp://host:port" or "tcp6://[host]:port" */
   tdist_option_attr_t option_attr;
 } tdist_init_attr_t;
 

@@ -132,7 +132,8 @@ void ar_ring_kernel(void *p) {
     const int cs = mod(me - k), cr = mod(me - k - 1);
     const Range ss = chunk_slice(a, cs, pid, grid), sr = chunk_slice(a, cr, pid, grid);
     const int64_t off_s = ss.lo - split(a.n, cs, W).lo, off_r = sr.lo - split(a.n, cr, W).lo;
-    std::memcpy(next_recv + (k * a.chunk_cap + off_s) * a.es, a.work + ss.lo * a.es, size_t(ss.size() * a.es));
+    std::memcpy(next_recv + (k * a.chunk_cap + off_s) * a.es, a.work + ss.lo * a.es,
+                size_t(ss.size() * a.es));
     tdist_fence();
     notify_slot(slot(rs, int64_t(k) * grid + pid), 1, next);
     wait_slot(slot(rs, int64_t(k) * grid + pid), 1);
@@ -187,9 +188,11 @@ int AllReduce::create(const AllReduceConfig &cfg, std::unique_ptr<AllReduce> *ou
   out->reset();
   if (!tdist_initialized()) return fail(TDIST_ERR_NOT_INITED, "AllReduce::create before tdist_init");
   if (cfg.max_elems < 1)
-    return fail(TDIST_ERR_INVALID_PARAM, "AllReduce: max_elems must be >= 1 (got %lld)", (long long)cfg.max_elems);
+    return fail(TDIST_ERR_INVALID_PARAM, "AllReduce: max_elems must be >= 1 (got %lld)",
+                (long long)cfg.max_elems);
   if (cfg.grid < 0 || cfg.grid > TDIST_CPU_MAX_GRID)
-    return fail(TDIST_ERR_INVALID_PARAM, "AllReduce: grid must be in [1, %d] (got %d)", TDIST_CPU_MAX_GRID, cfg.grid);
+    return fail(TDIST_ERR_INVALID_PARAM, "AllReduce: grid must be in [1, %d] (got %d)", TDIST_CPU_MAX_GRID,
+                cfg.grid);
   std::unique_ptr<AllReduce> k(new AllReduce());
   k->cfg_ = cfg;
   k->me_ = tdist_my_pe();
@@ -203,7 +206,8 @@ int AllReduce::create(const AllReduceConfig &cfg, std::unique_ptr<AllReduce> *ou
   k->work_ = static_cast<unsigned char *>(detail::sym_alloc(bytes, "AllReduce work buffer"));
   if (!k->work_) return detail::alloc_status();
   if (cfg.algo == AllReduceAlgo::ring && W > 1) {
-    k->signals_ = detail::sym_alloc_signals(2 * (W - 1) * (cfg.grid ? cfg.grid : kAutoGridMax), "AllReduce signals", &k->signal_bytes_);
+    k->signals_ = detail::sym_alloc_signals(2 * (W - 1) * (cfg.grid ? cfg.grid : kAutoGridMax),
+                                            "AllReduce signals", &k->signal_bytes_);
     if (!k->signals_) return detail::alloc_status();
   }
   *out = std::move(k);

@@ -92,9 +92,9 @@ void a2a_pipeline_kernel(void *p) {
   }
 }
 
-// Role split of the bulk variants (bulk, wait_notify) (seed: "role A" senders are the producers with logical id
-// < W, "role B" self-copy producers the rest). With grid/2 <= W there is no producer left for
-// role B, so every producer also takes a share of the self-copy after its sends.
+// Role split of the bulk variants (bulk, wait_notify) (seed: "role A" senders are the producers with logical
+// id < W, "role B" self-copy producers the rest). With grid/2 <= W there is no producer left for role B, so
+// every producer also takes a share of the self-copy after its sends.
 struct BulkRoles {
   bool sender, self_copy;
   int self_lid, self_n;
@@ -129,8 +129,8 @@ void consume_task(const A2AArgs &a, int64_t r, int64_t tmp, int64_t gs, int64_t 
 }
 
 // ---------------------------------------------------------------------------------------------
-// bulk (seed variant 2, "UDMA"): phase 1, one bulk putmem (engine UDMA) of the whole (S, H, D) segment per peer, one
-// program per peer; phase 2, tiled self copy into the double buffer; one barrier_all per S block
+// bulk (seed variant 2, "UDMA"): phase 1, one bulk putmem (engine UDMA) of the whole (S, H, D) segment per
+// peer, one program per peer; phase 2, tiled self copy into the double buffer; one barrier_all per S block
 // covers both; then the consumers read (bulk slot for r != me, double buffer for r == me).
 // buffer_num >= 2: the self copy of block s+1 overlaps the consumers of block s, and the
 // barrier of block s+1 orders block s+2's copy after block s's reads.
@@ -251,8 +251,7 @@ struct DirectDone {
 void a2a_direct_done_kernel(void *p) {
   const DirectDone &d = *static_cast<const DirectDone *>(p);
   auto *mine = reinterpret_cast<uint64_t *>(d.flags + (d.parity * d.W + d.me) * detail::kSlotI64);
-  for (int64_t j = 0; j < d.W; ++j)
-    tdist_signal_op(mine, d.epoch, TDIST_SIGNAL_SET, int((d.me + j) % d.W));
+  for (int64_t j = 0; j < d.W; ++j) tdist_signal_op(mine, d.epoch, TDIST_SIGNAL_SET, int((d.me + j) % d.W));
   for (int64_t r = 0; r < d.W; ++r)
     tdist_signal_wait_until(reinterpret_cast<uint64_t *>(d.flags + (d.parity * d.W + r) * detail::kSlotI64),
                             TDIST_CMP_EQ, d.epoch);
@@ -281,8 +280,10 @@ bool parse_a2a_variant(const std::string &s, A2AVariant *out) {
   static const struct {
     const char *name;
     A2AVariant v;
-  } former[] = {{"mte", A2AVariant::pipeline}, {"udma", A2AVariant::bulk},
-                {"udma_wait_notify", A2AVariant::wait_notify}, {"wn", A2AVariant::wait_notify}};
+  } former[] = {{"mte", A2AVariant::pipeline},
+                {"udma", A2AVariant::bulk},
+                {"udma_wait_notify", A2AVariant::wait_notify},
+                {"wn", A2AVariant::wait_notify}};
   for (const auto &f : former) {
     if (s == f.name) {
       *out = f.v;
@@ -412,10 +413,10 @@ int AllToAll::run_strided(const void *in, int64_t in_s, int64_t in_h, void *out,
   a.in = static_cast<const unsigned char *>(in);
   a.out = static_cast<unsigned char *>(out);
   if (cfg_.direction == A2ADirection::reverse) {
-    a.in_rank = S * in_s * es;  // A rows [p*S, (p+1)*S) belong to PE p
+    a.in_rank = S * in_s * es;    // A rows [p*S, (p+1)*S) belong to PE p
     a.out_rank = H * out_h * es;  // C heads [r*H, (r+1)*H) come from PE r
   } else {
-    a.in_rank = H * in_h * es;  // X heads [p*H, (p+1)*H) belong to PE p
+    a.in_rank = H * in_h * es;    // X heads [p*H, (p+1)*H) belong to PE p
     a.out_rank = S * out_s * es;  // Y rows [r*S, (r+1)*S) come from PE r
   }
   a.in_s = in_s * es;
@@ -447,8 +448,8 @@ int AllToAll::run_strided(const void *in, int64_t in_s, int64_t in_h, void *out,
     case A2AVariant::direct: fn = a2a_direct_kernel; break;
   }
   if (!direct)
-    return detail::launch_with_protocol(a2a_variant_name(cfg_.variant), signals_, signal_bytes_,
-                                        cfg_.grid, fn, &a);
+    return detail::launch_with_protocol(a2a_variant_name(cfg_.variant), signals_, signal_bytes_, cfg_.grid,
+                                        fn, &a);
   // direct: the stores, then one flag round (no reset, no host barrier; see cpu.hpp)
   const uint64_t e = epoch_ + 1;
   if (int st = tdist_cpu_launch(cfg_.grid, fn, &a); st != TDIST_SUCCESS)

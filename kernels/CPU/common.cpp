@@ -61,8 +61,7 @@ int launch_with_protocol(const char *kernel, int64_t *signals, size_t signal_byt
   int launch_st = tdist_cpu_launch(grid, fn, args);
   std::string launch_msg = launch_st ? tdist_last_error_message() : "";
   st = tdist_host_barrier_all();
-  if (launch_st != TDIST_SUCCESS)
-    return fail(launch_st, "%s: launch failed: %s", kernel, launch_msg.c_str());
+  if (launch_st != TDIST_SUCCESS) return fail(launch_st, "%s: launch failed: %s", kernel, launch_msg.c_str());
   if (st != TDIST_SUCCESS) return fail_runtime("host barrier after launch", st);
   return TDIST_SUCCESS;
 }

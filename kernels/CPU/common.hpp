@@ -81,8 +81,8 @@ inline void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n, b
 }
 
 /** Copies `rows` rows of `nbytes` each between strided byte buffers. */
-inline void copy_rows(unsigned char *dst, int64_t dst_stride, const unsigned char *src,
-                      int64_t src_stride, int64_t rows, size_t nbytes, bool stream = false) {
+inline void copy_rows(unsigned char *dst, int64_t dst_stride, const unsigned char *src, int64_t src_stride,
+                      int64_t rows, size_t nbytes, bool stream = false) {
   if (dst_stride == src_stride && int64_t(nbytes) == src_stride) {
     copy_bytes(dst, src, nbytes * size_t(rows), stream);
     return;

@@ -16,8 +16,8 @@ using detail::wait_slot;
 
 /** out[r][j] = sum_kk a[r][kk] * b[kk][j] for `rows` rows of A (row stride k), B in acc type. */
 template <class E>
-void gemm_rows(const typename E::storage *a, int64_t rows, int64_t k, const typename E::acc *b,
-               int64_t n, typename E::acc *out) {
+void gemm_rows(const typename E::storage *a, int64_t rows, int64_t k, const typename E::acc *b, int64_t n,
+               typename E::acc *out) {
   using A = typename E::acc;
   for (int64_t r = 0; r < rows; ++r) {
     A *o = out + r * n;
@@ -46,11 +46,11 @@ struct AgArgs {
   int me, W, producers;
   DType dtype;
   int64_t m, n, k, bm, tpr, es;
-  const unsigned char *a;    // (m, k) local
-  const unsigned char *b;    // (k, n) in the accumulation type
-  unsigned char *c;          // (W*m, n)
-  unsigned char *gathered;   // symmetric (W*m, k)
-  int64_t *sig;              // [W][tpr] on every PE
+  const unsigned char *a;   // (m, k) local
+  const unsigned char *b;   // (k, n) in the accumulation type
+  unsigned char *c;         // (W*m, n)
+  unsigned char *gathered;  // symmetric (W*m, k)
+  int64_t *sig;             // [W][tpr] on every PE
 };
 
 void ag_gemm_kernel(void *p) {
@@ -88,7 +88,8 @@ void ag_gemm_kernel(void *p) {
         wait_slot(slot(a.sig, src * a.tpr + t), 1);
         tile = static_cast<unsigned char *>(tdistx_consume_token_ptr(a.gathered, 0)) + (src * a.m + r0) * row;
       }
-      gemm_rows<E>(reinterpret_cast<const S *>(tile), rows, a.k, reinterpret_cast<const A *>(a.b), a.n, acc.data());
+      gemm_rows<E>(reinterpret_cast<const S *>(tile), rows, a.k, reinterpret_cast<const A *>(a.b), a.n,
+                   acc.data());
       S *c = reinterpret_cast<S *>(a.c) + (src * a.m + r0) * a.n;
       for (int64_t i = 0; i < rows * a.n; ++i) c[i] = E::from(acc[size_t(i)]);
     }
@@ -123,7 +124,8 @@ void gemm_rs_kernel(void *p) {
         const int64_t t = j % a.tpr, r0 = t * a.bm, rows = std::min(a.bm, a.m - r0);
         const S *arows = reinterpret_cast<const S *>(a.a) + (seg * a.m + r0) * a.k;
         gemm_rows<E>(arows, rows, a.k, reinterpret_cast<const A *>(a.b), a.n, acc.data());
-        tdist_putmem(a.staging + (a.me * a.m + r0) * a.n * a.acc_es, acc.data(), size_t(rows * a.n * a.acc_es), seg);
+        tdist_putmem(a.staging + (a.me * a.m + r0) * a.n * a.acc_es, acc.data(),
+                     size_t(rows * a.n * a.acc_es), seg);
         tdist_fence();
         notify_slot(slot(a.sig, a.me * a.tpr + t), 1, seg);
       }
@@ -166,8 +168,9 @@ int AgGemm::create(const AgGemmConfig &cfg_in, std::unique_ptr<AgGemm> *out) {
     return fail(TDIST_ERR_INVALID_PARAM, "AgGemm: m, n, k must be >= 1 (got %lld, %lld, %lld)",
                 (long long)cfg.m, (long long)cfg.n, (long long)cfg.k);
   if (cfg.grid < 2 || cfg.grid > TDIST_CPU_MAX_GRID || cfg.producers < 1 || cfg.producers >= cfg.grid)
-    return fail(TDIST_ERR_INVALID_PARAM, "AgGemm: need 2 <= grid <= %d and 1 <= producers < grid (got %d, %d)",
-                TDIST_CPU_MAX_GRID, cfg.grid, cfg.producers);
+    return fail(TDIST_ERR_INVALID_PARAM,
+                "AgGemm: need 2 <= grid <= %d and 1 <= producers < grid (got %d, %d)", TDIST_CPU_MAX_GRID,
+                cfg.grid, cfg.producers);
   if (cfg.block_m <= 0) cfg.block_m = default_block_m(cfg.m, cfg.n, cfg.k);
   cfg.block_m = std::min(cfg.block_m, cfg.m);
   std::unique_ptr<AgGemm> k(new AgGemm());
@@ -175,9 +178,11 @@ int AgGemm::create(const AgGemmConfig &cfg_in, std::unique_ptr<AgGemm> *out) {
   k->me_ = tdist_my_pe();
   k->world_ = tdist_n_pes();
   const int64_t es = int64_t(dtype_size(cfg.dtype));
-  k->gathered_ = static_cast<unsigned char *>(detail::sym_alloc(size_t(k->world_ * cfg.m * cfg.k * es), "AgGemm gathered A"));
+  k->gathered_ = static_cast<unsigned char *>(
+      detail::sym_alloc(size_t(k->world_ * cfg.m * cfg.k * es), "AgGemm gathered A"));
   if (!k->gathered_) return detail::alloc_status();
-  k->signals_ = detail::sym_alloc_signals(k->world_ * cdiv(cfg.m, cfg.block_m), "AgGemm signals", &k->signal_bytes_);
+  k->signals_ =
+      detail::sym_alloc_signals(k->world_ * cdiv(cfg.m, cfg.block_m), "AgGemm signals", &k->signal_bytes_);
   if (!k->signals_) return detail::alloc_status();
   *out = std::move(k);
   return TDIST_SUCCESS;
@@ -224,8 +229,9 @@ int GemmRs::create(const GemmRsConfig &cfg_in, std::unique_ptr<GemmRs> *out) {
     return fail(TDIST_ERR_INVALID_PARAM, "GemmRs: m, n, k must be >= 1 (got %lld, %lld, %lld)",
                 (long long)cfg.m, (long long)cfg.n, (long long)cfg.k);
   if (cfg.grid < 2 || cfg.grid > TDIST_CPU_MAX_GRID || cfg.consumers < 1 || cfg.consumers >= cfg.grid)
-    return fail(TDIST_ERR_INVALID_PARAM, "GemmRs: need 2 <= grid <= %d and 1 <= consumers < grid (got %d, %d)",
-                TDIST_CPU_MAX_GRID, cfg.grid, cfg.consumers);
+    return fail(TDIST_ERR_INVALID_PARAM,
+                "GemmRs: need 2 <= grid <= %d and 1 <= consumers < grid (got %d, %d)", TDIST_CPU_MAX_GRID,
+                cfg.grid, cfg.consumers);
   if (cfg.block_m <= 0) cfg.block_m = default_block_m(cfg.m, cfg.n, cfg.k);
   cfg.block_m = std::min(cfg.block_m, cfg.m);
   std::unique_ptr<GemmRs> k(new GemmRs());
@@ -235,7 +241,8 @@ int GemmRs::create(const GemmRsConfig &cfg_in, std::unique_ptr<GemmRs> *out) {
   k->staging_ = static_cast<unsigned char *>(
       detail::sym_alloc(size_t(k->world_ * cfg.m * cfg.n) * acc_size(cfg.dtype), "GemmRs staging"));
   if (!k->staging_) return detail::alloc_status();
-  k->signals_ = detail::sym_alloc_signals(k->world_ * cdiv(cfg.m, cfg.block_m), "GemmRs signals", &k->signal_bytes_);
+  k->signals_ =
+      detail::sym_alloc_signals(k->world_ * cdiv(cfg.m, cfg.block_m), "GemmRs signals", &k->signal_bytes_);
   if (!k->signals_) return detail::alloc_status();
   *out = std::move(k);
   return TDIST_SUCCESS;

@@ -69,7 +69,8 @@ uintptr_t check_ptr(void *p, const char *what) {
 void *libtdist_handle() {
   static void *handle = [] {
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void *>(&tdist_init), &info) == 0 || info.dli_fname == nullptr) return (void *)nullptr;
+    if (dladdr(reinterpret_cast<void *>(&tdist_init), &info) == 0 || info.dli_fname == nullptr)
+      return (void *)nullptr;
     return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
   }();
   return handle;
@@ -135,7 +136,8 @@ struct CollectiveArgs {
     if (why.empty()) why = std::string(api) + ": " + w;
   }
   // An integer in [lo, hi] (Python ints of any size; bool counts as an int, as in Python).
-  long long integer(nb::handle h, const char *name, long long lo, unsigned long long hi, long long placeholder) {
+  long long integer(nb::handle h, const char *name, long long lo, unsigned long long hi,
+                    long long placeholder) {
     PyObject *idx = PyNumber_Index(h.ptr());
     if (!idx) {
       PyErr_Clear();
@@ -148,8 +150,10 @@ struct CollectiveArgs {
     bool ok = overflow == 0 && v >= lo && (v < 0 || (unsigned long long)v <= hi);
     if (overflow > 0 && hi > (unsigned long long)LLONG_MAX) {  // past int64 but maybe within uint64
       u = PyLong_AsUnsignedLongLong(idx);
-      if (PyErr_Occurred()) PyErr_Clear();
-      else ok = u <= hi;
+      if (PyErr_Occurred())
+        PyErr_Clear();
+      else
+        ok = u <= hi;
       if (ok) v = (long long)u;
     }
     Py_DECREF(idx);
@@ -160,7 +164,8 @@ struct CollectiveArgs {
     return v;
   }
   std::string strfmt_range(const char *name, nb::handle h, long long lo, unsigned long long hi) {
-    return std::string(name) + " " + repr(h) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    return std::string(name) + " " + repr(h) + " is out of range [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "]";
   }
   size_t size(nb::handle h, const char *name) { return size_t(integer(h, name, 0, SIZE_MAX, 1)); }
   int i32(nb::handle h, const char *name, int placeholder) {
@@ -168,13 +173,15 @@ struct CollectiveArgs {
   }
   uintptr_t addr(nb::handle h, const char *name) { return uintptr_t(integer(h, name, 0, UINTPTR_MAX, 0)); }
   std::string bytes(nb::handle h, const char *name) {
-    if (PyBytes_Check(h.ptr())) return std::string(PyBytes_AS_STRING(h.ptr()), size_t(PyBytes_GET_SIZE(h.ptr())));
+    if (PyBytes_Check(h.ptr()))
+      return std::string(PyBytes_AS_STRING(h.ptr()), size_t(PyBytes_GET_SIZE(h.ptr())));
     reject(std::string(name) + " must be bytes, not " + Py_TYPE(h.ptr())->tp_name);
     return {};
   }
   // Before the C call: hands a rejection to the runtime.
   void commit() {
-    if (!why.empty() && tdist_collective_reject(why.c_str()) != TDIST_SUCCESS) raise_status(tdist_last_error(), api);
+    if (!why.empty() && tdist_collective_reject(why.c_str()) != TDIST_SUCCESS)
+      raise_status(tdist_last_error(), api);
   }
 };
 
@@ -187,10 +194,10 @@ const tdist_device_state_t &state() {
   return *s;
 }
 
-#define TDIST_ATTR_ARGS                                                                            \
-  nb::arg("rank"), nb::arg("n_ranks"), nb::arg("local_mem_size"), nb::arg("ip_port"),            \
-      nb::arg("engine"), nb::arg("backend"), nb::arg("device_id"), nb::arg("shm_init_timeout_s"), \
-      nb::arg("control_timeout_s"), nb::arg("wait_timeout_ms")
+#define TDIST_ATTR_ARGS                                                                                      \
+  nb::arg("rank"), nb::arg("n_ranks"), nb::arg("local_mem_size"), nb::arg("ip_port"), nb::arg("engine"),     \
+      nb::arg("backend"), nb::arg("device_id"), nb::arg("shm_init_timeout_s"), nb::arg("control_timeout_s"), \
+      nb::arg("wait_timeout_ms")
 
 }  // namespace
 
@@ -289,50 +296,62 @@ NB_MODULE(_C, m) {
       nb::arg("enable"), nb::arg("tls_info") = "");
 
   // ---- heap (collective) ----
-  m.def("malloc", [](nb::handle size) {
-    CollectiveArgs a("tdist.malloc");
-    size_t n = a.size(size, "size");
-    a.commit();
-    void *p;
-    {
-      nb::gil_scoped_release nogil;
-      p = tdist_malloc(n);
-    }
-    return check_ptr(p, "tdist_malloc");
-  }, nb::arg("size").none());
-  m.def("calloc", [](nb::handle count, nb::handle size) {
-    CollectiveArgs a("tdist.calloc");
-    size_t c = a.size(count, "count"), n = a.size(size, "size");
-    a.commit();
-    void *p;
-    {
-      nb::gil_scoped_release nogil;
-      p = tdist_calloc(c, n);
-    }
-    return check_ptr(p, "tdist_calloc");
-  }, nb::arg("count").none(), nb::arg("size").none());
-  m.def("align", [](nb::handle alignment, nb::handle size) {
-    CollectiveArgs a("tdist.align");
-    size_t al = a.size(alignment, "alignment"), n = a.size(size, "size");
-    a.commit();
-    void *p;
-    {
-      nb::gil_scoped_release nogil;
-      p = tdist_align(al, n);
-    }
-    return check_ptr(p, "tdist_align");
-  }, nb::arg("alignment").none(), nb::arg("size").none());
-  m.def("free", [](nb::handle ptr) {
-    CollectiveArgs a("tdist.free");
-    uintptr_t p = a.addr(ptr, "ptr");
-    a.commit();
-    int st;
-    {
-      nb::gil_scoped_release nogil;
-      st = tdist_free(reinterpret_cast<void *>(p));
-    }
-    check(st, "tdist_free");
-  }, nb::arg("ptr").none());
+  m.def(
+      "malloc",
+      [](nb::handle size) {
+        CollectiveArgs a("tdist.malloc");
+        size_t n = a.size(size, "size");
+        a.commit();
+        void *p;
+        {
+          nb::gil_scoped_release nogil;
+          p = tdist_malloc(n);
+        }
+        return check_ptr(p, "tdist_malloc");
+      },
+      nb::arg("size").none());
+  m.def(
+      "calloc",
+      [](nb::handle count, nb::handle size) {
+        CollectiveArgs a("tdist.calloc");
+        size_t c = a.size(count, "count"), n = a.size(size, "size");
+        a.commit();
+        void *p;
+        {
+          nb::gil_scoped_release nogil;
+          p = tdist_calloc(c, n);
+        }
+        return check_ptr(p, "tdist_calloc");
+      },
+      nb::arg("count").none(), nb::arg("size").none());
+  m.def(
+      "align",
+      [](nb::handle alignment, nb::handle size) {
+        CollectiveArgs a("tdist.align");
+        size_t al = a.size(alignment, "alignment"), n = a.size(size, "size");
+        a.commit();
+        void *p;
+        {
+          nb::gil_scoped_release nogil;
+          p = tdist_align(al, n);
+        }
+        return check_ptr(p, "tdist_align");
+      },
+      nb::arg("alignment").none(), nb::arg("size").none());
+  m.def(
+      "free",
+      [](nb::handle ptr) {
+        CollectiveArgs a("tdist.free");
+        uintptr_t p = a.addr(ptr, "ptr");
+        a.commit();
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_free(reinterpret_cast<void *>(p));
+        }
+        check(st, "tdist_free");
+      },
+      nb::arg("ptr").none());
   // Tells the runtime that this PE's next collective call is to fail on every PE (Python layers
   // above, e.g. shmem, reject their own arguments this way instead of raising alone).
   m.def("collective_reject", [](const std::string &why) {
@@ -340,8 +359,9 @@ NB_MODULE(_C, m) {
   });
   m.def("heap_offset", [](uintptr_t p) {
     int64_t off = tdist_heap_offset(reinterpret_cast<void *>(p));
-    if (off < 0) raise_status(tdist_last_error() < 0 ? tdist_last_error() : TDIST_ERR_INVALID_PARAM,
-                              "tdist_heap_offset");
+    if (off < 0)
+      raise_status(tdist_last_error() < 0 ? tdist_last_error() : TDIST_ERR_INVALID_PARAM,
+                   "tdist_heap_offset");
     return off;
   });
   m.def("heap_free_bytes", [] { return tdist_heap_free_bytes(); });
@@ -385,33 +405,39 @@ NB_MODULE(_C, m) {
     }
     check(st, "tdist_ctrl_barrier");
   });
-  m.def("ctrl_allgather", [](nb::handle in) {
-    CollectiveArgs a("tdist.ctrl_allgather");
-    std::string src = a.bytes(in, "in");
-    a.commit();
-    int n = state().n_pes;
-    std::string out(static_cast<size_t>(n) * src.size(), '\0');
-    int st;
-    {
-      nb::gil_scoped_release nogil;
-      st = tdist_ctrl_allgather(src.data(), out.data(), src.size());
-    }
-    check(st, "tdist_ctrl_allgather");
-    return nb::bytes(out.data(), out.size());
-  }, nb::arg("data").none());
-  m.def("ctrl_broadcast", [](nb::handle buf, nb::handle root) {
-    CollectiveArgs a("tdist.ctrl_broadcast");
-    std::string b = a.bytes(buf, "buf");
-    int r = a.i32(root, "root", 0);
-    a.commit();
-    int st;
-    {
-      nb::gil_scoped_release nogil;
-      st = tdist_ctrl_broadcast(b.data(), b.size(), r);
-    }
-    check(st, "tdist_ctrl_broadcast");
-    return nb::bytes(b.data(), b.size());
-  }, nb::arg("buf").none(), nb::arg("root").none());
+  m.def(
+      "ctrl_allgather",
+      [](nb::handle in) {
+        CollectiveArgs a("tdist.ctrl_allgather");
+        std::string src = a.bytes(in, "in");
+        a.commit();
+        int n = state().n_pes;
+        std::string out(static_cast<size_t>(n) * src.size(), '\0');
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_ctrl_allgather(src.data(), out.data(), src.size());
+        }
+        check(st, "tdist_ctrl_allgather");
+        return nb::bytes(out.data(), out.size());
+      },
+      nb::arg("data").none());
+  m.def(
+      "ctrl_broadcast",
+      [](nb::handle buf, nb::handle root) {
+        CollectiveArgs a("tdist.ctrl_broadcast");
+        std::string b = a.bytes(buf, "buf");
+        int r = a.i32(root, "root", 0);
+        a.commit();
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_ctrl_broadcast(b.data(), b.size(), r);
+        }
+        check(st, "tdist_ctrl_broadcast");
+        return nb::bytes(b.data(), b.size());
+      },
+      nb::arg("buf").none(), nb::arg("root").none());
 
   // ---- teams ----
   m.attr("TEAM_WORLD") = TDIST_TEAM_WORLD;
@@ -419,20 +445,23 @@ NB_MODULE(_C, m) {
   m.def("team_my_pe", [](int t) { return tdist_team_my_pe(t); });
   m.def("team_n_pes", [](int t) { return tdist_team_n_pes(t); });
   m.def("team_translate_pe", [](int src, int pe, int dst) { return tdist_team_translate_pe(src, pe, dst); });
-  m.def("team_split_strided", [](nb::handle parent_, nb::handle start_, nb::handle stride_, nb::handle size_) {
-    CollectiveArgs a("tdist.team_split_strided");
-    int parent = a.i32(parent_, "parent", 0), start = a.i32(start_, "start", 0);
-    int stride = a.i32(stride_, "stride", 1), size = a.i32(size_, "size", 1);
-    a.commit();
-    tdist_team_t t = TDIST_TEAM_INVALID;
-    int st;
-    {
-      nb::gil_scoped_release nogil;
-      st = tdist_team_split_strided(parent, start, stride, size, &t);
-    }
-    check(st, "tdist_team_split_strided");
-    return t;
-  }, nb::arg("parent").none(), nb::arg("start").none(), nb::arg("stride").none(), nb::arg("size").none());
+  m.def(
+      "team_split_strided",
+      [](nb::handle parent_, nb::handle start_, nb::handle stride_, nb::handle size_) {
+        CollectiveArgs a("tdist.team_split_strided");
+        int parent = a.i32(parent_, "parent", 0), start = a.i32(start_, "start", 0);
+        int stride = a.i32(stride_, "stride", 1), size = a.i32(size_, "size", 1);
+        a.commit();
+        tdist_team_t t = TDIST_TEAM_INVALID;
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_team_split_strided(parent, start, stride, size, &t);
+        }
+        check(st, "tdist_team_split_strided");
+        return t;
+      },
+      nb::arg("parent").none(), nb::arg("start").none(), nb::arg("stride").none(), nb::arg("size").none());
   m.def("team_destroy", [](int t) { check(tdist_team_destroy(t), "tdist_team_destroy"); });
 
   // ---- NVIDIA host API, resolved at run time ----
@@ -467,13 +496,15 @@ NB_MODULE(_C, m) {
     check(f(reinterpret_cast<void *>(stream)), "tdist_cuda_barrier_all_on_stream");
   });
   m.def("cuda_putmem_on_stream", [](uintptr_t dst, uintptr_t src, size_t n, int pe, uintptr_t stream) {
-    auto f = require_cuda_sym<int (*)(void *, const void *, size_t, int, void *)>("tdist_cuda_putmem_on_stream");
+    auto f =
+        require_cuda_sym<int (*)(void *, const void *, size_t, int, void *)>("tdist_cuda_putmem_on_stream");
     check(f(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n, pe,
             reinterpret_cast<void *>(stream)),
           "tdist_cuda_putmem_on_stream");
   });
   m.def("cuda_getmem_on_stream", [](uintptr_t dst, uintptr_t src, size_t n, int pe, uintptr_t stream) {
-    auto f = require_cuda_sym<int (*)(void *, const void *, size_t, int, void *)>("tdist_cuda_getmem_on_stream");
+    auto f =
+        require_cuda_sym<int (*)(void *, const void *, size_t, int, void *)>("tdist_cuda_getmem_on_stream");
     check(f(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n, pe,
             reinterpret_cast<void *>(stream)),
           "tdist_cuda_getmem_on_stream");
@@ -484,7 +515,8 @@ NB_MODULE(_C, m) {
           "tdist_cuda_signal_on_stream");
   });
   m.def("cuda_signal_wait_until_on_stream", [](uintptr_t sig, int cmp, uint64_t value, uintptr_t stream) {
-    auto f = require_cuda_sym<int (*)(void *, int, uint64_t, void *)>("tdist_cuda_signal_wait_until_on_stream");
+    auto f =
+        require_cuda_sym<int (*)(void *, int, uint64_t, void *)>("tdist_cuda_signal_wait_until_on_stream");
     check(f(reinterpret_cast<void *>(sig), cmp, value, reinterpret_cast<void *>(stream)),
           "tdist_cuda_signal_wait_until_on_stream");
   });

@@ -45,7 +45,8 @@ bool require_state(const char *api, const void *addr) {
 void report_host_wait(const char *api) {
   if (t_launch) return;  // inside a launch: the launch reports the sticky fault
   std::string what;
-  if (int code = tdist::take_fault(&what)) tdist::set_last_error(code, tdist::strfmt("%s: %s", api, what.c_str()));
+  if (int code = tdist::take_fault(&what))
+    tdist::set_last_error(code, tdist::strfmt("%s: %s", api, what.c_str()));
 }
 
 // Waits until *addr <cmp> value; returns the value that satisfied it (or the last one seen).
@@ -54,11 +55,14 @@ T wait_value(T *addr, int cmp, T value, const char *api) {
   if (!require_state(api, addr)) return T{};
   // A bad wait must not hang (a wrong comparison never becomes true) nor fault the process.
   if (!addr || reinterpret_cast<uintptr_t>(addr) % sizeof(T) != 0) {
-    bad_call(tdist_my_pe(), addr, tdist::strfmt("wait on %p: not a %zu-byte aligned address", static_cast<void *>(addr), sizeof(T)));
+    bad_call(
+        tdist_my_pe(), addr,
+        tdist::strfmt("wait on %p: not a %zu-byte aligned address", static_cast<void *>(addr), sizeof(T)));
     return T{};
   }
   if (cmp < TDIST_CMP_EQ || cmp > TDIST_CMP_LE) {
-    bad_call(tdist_my_pe(), addr, tdist::strfmt("wait comparison %d: must be EQ=0, NE=1, GT=2, GE=3, LT=4 or LE=5", cmp));
+    bad_call(tdist_my_pe(), addr,
+             tdist::strfmt("wait comparison %d: must be EQ=0, NE=1, GT=2, GE=3, LT=4 or LE=5", cmp));
     return T{};
   }
   std::atomic_ref<T> a(*addr);
@@ -76,7 +80,8 @@ bool signal_ok(const void *sig, int sig_op, int pe, size_t align = 8) {
     return false;
   }
   if (sig_op != TDIST_SIGNAL_SET && sig_op != TDIST_SIGNAL_ADD) {
-    bad_call(pe, sig, tdist::strfmt("signal op %d: must be TDIST_SIGNAL_SET=1 or TDIST_SIGNAL_ADD=2", sig_op));
+    bad_call(pe, sig,
+             tdist::strfmt("signal op %d: must be TDIST_SIGNAL_SET=1 or TDIST_SIGNAL_ADD=2", sig_op));
     return false;
   }
   return true;
@@ -101,8 +106,10 @@ void *translate(const void *addr, int pe, size_t n = 1) {
     return nullptr;
   }
   if (t_launch) {
-    if (r.error == tdist::AddrError::kPeRange) record_fault(TDIST_ERR_INVALID_PARAM, pe, r.offset, 0, 0, -1, m);
-    else record_fault(TDIST_ERR_INVALID_PARAM, pe, 0, 0, a, -1, m);
+    if (r.error == tdist::AddrError::kPeRange)
+      record_fault(TDIST_ERR_INVALID_PARAM, pe, r.offset, 0, 0, -1, m);
+    else
+      record_fault(TDIST_ERR_INVALID_PARAM, pe, 0, 0, a, -1, m);
   }
   tdist::set_last_error(TDIST_ERR_INVALID_PARAM, m);
   return nullptr;
@@ -121,8 +128,10 @@ void copy_checked(void *dst, const void *src, size_t n, bool nbi, int wake = -1)
 
 void signal_update(uint64_t *remote, uint64_t v, int op, int pe) {
   std::atomic_ref<uint64_t> a(*remote);
-  if (op == TDIST_SIGNAL_ADD) a.fetch_add(v, std::memory_order_release);
-  else a.store(v, std::memory_order_release);
+  if (op == TDIST_SIGNAL_ADD)
+    a.fetch_add(v, std::memory_order_release);
+  else
+    a.store(v, std::memory_order_release);
   wake_pe(pe);
 }
 
@@ -175,18 +184,20 @@ int tdist_n_pes(void) { return state() ? state()->n_pes : -1; }
 
 // On CPU ranks the device ABI's translation; from host code of another backend (no CPU state) the
 // same translation of the runtime's host state (Python's tdist.ptr on the CUDA backend).
-void *tdist_ptr(const void *addr, int pe) { return state() ? translate(addr, pe) : tdist::host_ptr(addr, pe); }
+void *tdist_ptr(const void *addr, int pe) {
+  return state() ? translate(addr, pe) : tdist::host_ptr(addr, pe);
+}
 
-#define TDIST_DEFINE_PG(name, T)                                  \
-  void tdist_##name##_p(T *dst, T value, int pe) {                \
-    if (T *r = static_cast<T *>(translate(dst, pe))) {            \
-      *r = value;                                                 \
-      wake_pe(pe);                                                \
-    }                                                             \
-  }                                                               \
-  T tdist_##name##_g(const T *src, int pe) {                      \
-    const T *r = static_cast<const T *>(translate(src, pe));      \
-    return r ? *r : T{};                                          \
+#define TDIST_DEFINE_PG(name, T)                             \
+  void tdist_##name##_p(T *dst, T value, int pe) {           \
+    if (T *r = static_cast<T *>(translate(dst, pe))) {       \
+      *r = value;                                            \
+      wake_pe(pe);                                           \
+    }                                                        \
+  }                                                          \
+  T tdist_##name##_g(const T *src, int pe) {                 \
+    const T *r = static_cast<const T *>(translate(src, pe)); \
+    return r ? *r : T{};                                     \
   }
 TDIST_FOR_EACH_RMA_TYPE(TDIST_DEFINE_PG)
 #undef TDIST_DEFINE_PG
@@ -204,15 +215,16 @@ void tdist_getmem_nbi(void *dst, const void *src, size_t n, int pe) {
   if (local_ok(dst, n, pe, "into")) copy_checked(dst, translate(src, pe, n), n, true);
 }
 
-void tdist_putmem_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal,
-                         int sig_op, int pe) {
+void tdist_putmem_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal, int sig_op,
+                         int pe) {
   if (!signal_ok(sig, sig_op, pe)) return;  // checked first: no data without its signal
   tdist_putmem(dst, src, n, pe);
-  if (auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig))) signal_update(r, signal, sig_op, pe);
+  if (auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig)))
+    signal_update(r, signal, sig_op, pe);
 }
 
-void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal,
-                             int sig_op, int pe) {
+void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal, int sig_op,
+                             int pe) {
   if (!signal_ok(sig, sig_op, pe)) return;
   void *d = translate(dst, pe, n);
   auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig));
@@ -232,7 +244,8 @@ void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig
 
 void tdist_signal_op(uint64_t *sig, uint64_t signal, int sig_op, int pe) {
   if (!signal_ok(sig, sig_op, pe)) return;
-  if (auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig))) signal_update(r, signal, sig_op, pe);
+  if (auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig)))
+    signal_update(r, signal, sig_op, pe);
 }
 
 uint64_t tdist_signal_fetch(const uint64_t *sig) {
@@ -244,26 +257,30 @@ uint64_t tdist_signal_wait_until(uint64_t *sig, int cmp, uint64_t v) {
   return wait_value<uint64_t>(sig, cmp, v, "tdist_signal_wait_until");
 }
 
-#define TDIST_DEFINE_WAIT_UNTIL(name, T) \
-  void tdist_##name##_wait_until(T *ivar, int cmp, T v) { wait_value<T>(ivar, cmp, v, "tdist_" #name "_wait_until"); }
+#define TDIST_DEFINE_WAIT_UNTIL(name, T)                       \
+  void tdist_##name##_wait_until(T *ivar, int cmp, T v) {      \
+    wait_value<T>(ivar, cmp, v, "tdist_" #name "_wait_until"); \
+  }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_WAIT_UNTIL)
 #undef TDIST_DEFINE_WAIT_UNTIL
 
-#define TDIST_DEFINE_SLOT_OPS(name, T)                                                  \
-  int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                            \
-    constexpr int32_t stride = TDIST_SIGNAL_SLOT_BYTES / sizeof(T);                     \
-    for (int32_t i = 0; i < n; ++i)                                                     \
+#define TDIST_DEFINE_SLOT_OPS(name, T)                                                                  \
+  int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                                            \
+    constexpr int32_t stride = TDIST_SIGNAL_SLOT_BYTES / sizeof(T);                                     \
+    for (int32_t i = 0; i < n; ++i)                                                                     \
       if (wait_value<T>(slots + i * stride, TDIST_CMP_EQ, value, "tdistx_wait_" #name) != value) break; \
-    return 0;                                                                           \
-  }                                                                                     \
-  void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {             \
-    if (!signal_ok(slot, sig_op, pe, sizeof(T))) return;                                \
-    T *r = static_cast<T *>(translate(slot, pe, sizeof(T)));                            \
-    if (!r) return;                                                                     \
-    std::atomic_ref<T> a(*r);                                                           \
-    if (sig_op == TDIST_SIGNAL_ADD) a.fetch_add(value, std::memory_order_release);      \
-    else a.store(value, std::memory_order_release);                                     \
-    wake_pe(pe);                                                                        \
+    return 0;                                                                                           \
+  }                                                                                                     \
+  void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {                             \
+    if (!signal_ok(slot, sig_op, pe, sizeof(T))) return;                                                \
+    T *r = static_cast<T *>(translate(slot, pe, sizeof(T)));                                            \
+    if (!r) return;                                                                                     \
+    std::atomic_ref<T> a(*r);                                                                           \
+    if (sig_op == TDIST_SIGNAL_ADD)                                                                     \
+      a.fetch_add(value, std::memory_order_release);                                                    \
+    else                                                                                                \
+      a.store(value, std::memory_order_release);                                                        \
+    wake_pe(pe);                                                                                        \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_SLOT_OPS)
 #undef TDIST_DEFINE_SLOT_OPS
@@ -297,9 +314,8 @@ void tdist_barrier_all(void) {
     L->generation.store(gen + 1, std::memory_order_release);
     wake_words(&L->sleepers, &L->futex);
   } else {
-    bounded_wait([&] { return L->generation.load(std::memory_order_acquire) != gen; },
-                 &L->generation, gen + 1, TDIST_CMP_NE, &seen_as_u64<uint64_t>, &L->sleepers,
-                 &L->futex);
+    bounded_wait([&] { return L->generation.load(std::memory_order_acquire) != gen; }, &L->generation,
+                 gen + 1, TDIST_CMP_NE, &seen_as_u64<uint64_t>, &L->sleepers, &L->futex);
   }
 }
 

@@ -33,20 +33,20 @@ extern "C" {
 int32_t _mlir_ciface_aclshmem_my_pe(void) { return tdist_my_pe(); }
 int32_t _mlir_ciface_aclshmem_n_pes(void) { return tdist_n_pes(); }
 
-#define TDIST_ASCEND_PTR_TYPE(tname)                                                     \
-  int64_t _mlir_ciface_aclshmem_ptr_##tname(int64_t ptr, int32_t pe) {                   \
-    return to_i64(tdist_ptr(addr(ptr), pe));                                             \
-  }                                                                                      \
+#define TDIST_ASCEND_PTR_TYPE(tname)                                                        \
+  int64_t _mlir_ciface_aclshmem_ptr_##tname(int64_t ptr, int32_t pe) {                      \
+    return to_i64(tdist_ptr(addr(ptr), pe));                                                \
+  }                                                                                         \
   int64_t _mlir_ciface_aclshmem_consume_token_##tname##_ptr(int64_t value, int32_t token) { \
-    return to_i64(tdistx_consume_token_ptr(addr(value), token));                         \
+    return to_i64(tdistx_consume_token_ptr(addr(value), token));                            \
   }
-#define TDIST_ASCEND_WAIT_TYPE(tname)                                                         \
-  int32_t _mlir_ciface_aclshmem_wait_##tname(int64_t slots, int32_t n, tname##_t value) {     \
-    tdistx_wait_##tname(addr<tname##_t>(slots), n, value);                                    \
-    return 0;                                                                                 \
+#define TDIST_ASCEND_WAIT_TYPE(tname)                                                     \
+  int32_t _mlir_ciface_aclshmem_wait_##tname(int64_t slots, int32_t n, tname##_t value) { \
+    tdistx_wait_##tname(addr<tname##_t>(slots), n, value);                                \
+    return 0;                                                                             \
   }
-#define TDIST_ASCEND_P_TYPE(tname)                                                      \
-  void _mlir_ciface_aclshmem_##tname##_p(int64_t dst, int64_t value, int32_t pe) {      \
+#define TDIST_ASCEND_P_TYPE(tname)                                                       \
+  void _mlir_ciface_aclshmem_##tname##_p(int64_t dst, int64_t value, int32_t pe) {       \
     tdistx_notify_##tname(addr<tname##_t>(dst), tname##_t(value), pe, TDIST_SIGNAL_SET); \
   }
 #include "../../device/Ascend/symbols.def"
@@ -89,15 +89,14 @@ void _mlir_ciface_aclshmem_getmem_nbi(int64_t dst, int64_t src, int64_t nbytes, 
 void _mlir_ciface_aclshmem_putmem_signal(int64_t dst, int64_t src, int64_t nbytes, int64_t sig_addr,
                                          int64_t signal, int32_t sig_op, int32_t pe) {
   if (size_ok("aclshmem_putmem_signal", dst, nbytes, pe))
-    tdist_putmem_signal(addr(dst), addr(src), size_t(nbytes), addr<uint64_t>(sig_addr),
-                        uint64_t(signal), sig_op, pe);
+    tdist_putmem_signal(addr(dst), addr(src), size_t(nbytes), addr<uint64_t>(sig_addr), uint64_t(signal),
+                        sig_op, pe);
 }
-void _mlir_ciface_aclshmem_putmem_signal_nbi(int64_t dst, int64_t src, int64_t nbytes,
-                                             int64_t sig_addr, int64_t signal, int32_t sig_op,
-                                             int32_t pe) {
+void _mlir_ciface_aclshmem_putmem_signal_nbi(int64_t dst, int64_t src, int64_t nbytes, int64_t sig_addr,
+                                             int64_t signal, int32_t sig_op, int32_t pe) {
   if (size_ok("aclshmem_putmem_signal_nbi", dst, nbytes, pe))
-    tdist_putmem_signal_nbi(addr(dst), addr(src), size_t(nbytes), addr<uint64_t>(sig_addr),
-                            uint64_t(signal), sig_op, pe);
+    tdist_putmem_signal_nbi(addr(dst), addr(src), size_t(nbytes), addr<uint64_t>(sig_addr), uint64_t(signal),
+                            sig_op, pe);
 }
 
 void _mlir_ciface_aclshmem_fence(void) { tdist_fence(); }

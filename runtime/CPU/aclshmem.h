@@ -22,10 +22,9 @@ TDIST_EXPORT int32_t _mlir_ciface_aclshmem_n_pes(void);
 
 /* aclshmem_ptr_<T>: the address of `ptr` (symmetric, this PE) on `pe`, 0 when unreachable.
  * aclshmem_consume_token_<T>_ptr: identity on a scalar pointer (as its address). */
-#define TDIST_ASCEND_PTR_TYPE(tname)                                                      \
-  TDIST_EXPORT int64_t _mlir_ciface_aclshmem_ptr_##tname(int64_t ptr, int32_t pe);        \
-  TDIST_EXPORT int64_t _mlir_ciface_aclshmem_consume_token_##tname##_ptr(int64_t value,   \
-                                                                         int32_t token);
+#define TDIST_ASCEND_PTR_TYPE(tname)                                               \
+  TDIST_EXPORT int64_t _mlir_ciface_aclshmem_ptr_##tname(int64_t ptr, int32_t pe); \
+  TDIST_EXPORT int64_t _mlir_ciface_aclshmem_consume_token_##tname##_ptr(int64_t value, int32_t token);
 /* aclshmem_wait_<T>: acquire until each of `n` slots, 64 bytes apart from `slots`, == value. */
 #define TDIST_ASCEND_WAIT_TYPE(tname) \
   TDIST_EXPORT int32_t _mlir_ciface_aclshmem_wait_##tname(int64_t slots, int32_t n, tname##_t value);
@@ -49,17 +48,15 @@ TDIST_EXPORT int64_t _mlir_ciface_aclshmem_consume_token_ptr(int64_t value, int3
 /* Bulk RMA (put: dst symmetric on `pe`; get: src symmetric on `pe`). */
 TDIST_EXPORT void _mlir_ciface_aclshmem_putmem(int64_t dst, int64_t src, int64_t nbytes, int32_t pe);
 TDIST_EXPORT void _mlir_ciface_aclshmem_getmem(int64_t dst, int64_t src, int64_t nbytes, int32_t pe);
-TDIST_EXPORT void _mlir_ciface_aclshmem_putmem_nbi(int64_t dst, int64_t src, int64_t nbytes,
-                                                   int32_t pe);
-TDIST_EXPORT void _mlir_ciface_aclshmem_getmem_nbi(int64_t dst, int64_t src, int64_t nbytes,
-                                                   int32_t pe);
+TDIST_EXPORT void _mlir_ciface_aclshmem_putmem_nbi(int64_t dst, int64_t src, int64_t nbytes, int32_t pe);
+TDIST_EXPORT void _mlir_ciface_aclshmem_getmem_nbi(int64_t dst, int64_t src, int64_t nbytes, int32_t pe);
 /* Put, then update the 64-bit signal at `sig_addr` on `pe` (SET=1 / ADD=2) with release. */
 TDIST_EXPORT void _mlir_ciface_aclshmem_putmem_signal(int64_t dst, int64_t src, int64_t nbytes,
-                                                      int64_t sig_addr, int64_t signal,
-                                                      int32_t sig_op, int32_t pe);
+                                                      int64_t sig_addr, int64_t signal, int32_t sig_op,
+                                                      int32_t pe);
 TDIST_EXPORT void _mlir_ciface_aclshmem_putmem_signal_nbi(int64_t dst, int64_t src, int64_t nbytes,
-                                                          int64_t sig_addr, int64_t signal,
-                                                          int32_t sig_op, int32_t pe);
+                                                          int64_t sig_addr, int64_t signal, int32_t sig_op,
+                                                          int32_t pe);
 
 TDIST_EXPORT void _mlir_ciface_aclshmem_fence(void);
 TDIST_EXPORT void _mlir_ciface_aclshmem_quiet(void);

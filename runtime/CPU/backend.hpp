@@ -41,8 +41,8 @@ inline bool faulted() {
   return !s || fault_code(*s) != 0;
 }
 
-inline void record_fault(int32_t code, int32_t pe, uint64_t offset, uint64_t expected,
-                         uint64_t seen, int32_t cmp, const std::string &note = {}) {
+inline void record_fault(int32_t code, int32_t pe, uint64_t offset, uint64_t expected, uint64_t seen,
+                         int32_t cmp, const std::string &note = {}) {
   tdist::record_fault(Fault{code, pe, offset, cmp, expected, seen}, note);
 }
 
@@ -132,7 +132,8 @@ inline void locate(const void *addr, int *pe, uint64_t *off) {
 
 template <class T>
 uint64_t seen_as_u64(const void *p) {
-  return uint64_t(std::atomic_ref<T>(*const_cast<T *>(static_cast<const T *>(p))).load(std::memory_order_relaxed));
+  return uint64_t(
+      std::atomic_ref<T>(*const_cast<T *>(static_cast<const T *>(p))).load(std::memory_order_relaxed));
 }
 
 // Generic bounded wait: spin (cheapest while every PE has a core), then poll with sched_yield for
@@ -145,9 +146,9 @@ uint64_t seen_as_u64(const void *p) {
 constexpr uint64_t kYieldWindowNs = 200000;
 
 template <class Ready>
-bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp,
-                  uint64_t (*seen)(const void *), uint32_t *sleepers = nullptr,
-                  uint32_t *word = nullptr, const std::function<std::string()> &note = {}) {
+bool bounded_wait(Ready &&ready, const void *addr, uint64_t expected, int cmp, uint64_t (*seen)(const void *),
+                  uint32_t *sleepers = nullptr, uint32_t *word = nullptr,
+                  const std::function<std::string()> &note = {}) {
   for (int i = 0; i < 256; ++i)  // the common, short wait: no clock, no syscalls
     if (ready()) return true;
   const tdist_device_state_t *s = state();

@@ -76,9 +76,13 @@ uint64_t backable_bytes(std::string *what) {
     if (a == std::string::npos || b == std::string::npos) continue;
     std::string ctrl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     std::string dir, limit_file, usage_file;
-    if (ctrl.empty()) dir = "/sys/fs/cgroup", limit_file = "memory.max", usage_file = "memory.current";
-    else if (ctrl == "memory") dir = "/sys/fs/cgroup/memory", limit_file = "memory.limit_in_bytes", usage_file = "memory.usage_in_bytes";
-    else continue;
+    if (ctrl.empty())
+      dir = "/sys/fs/cgroup", limit_file = "memory.max", usage_file = "memory.current";
+    else if (ctrl == "memory")
+      dir = "/sys/fs/cgroup/memory", limit_file = "memory.limit_in_bytes",
+      usage_file = "memory.usage_in_bytes";
+    else
+      continue;
     // Inside a cgroup namespace the path may not exist under the mount: the mount's root is ours.
     for (const std::string &d : {dir + path, dir}) {
       auto lim = read_u64(d + "/" + limit_file), use = read_u64(d + "/" + usage_file);
@@ -110,9 +114,10 @@ class CpuTransport final : public HeapTransport {
     const uint64_t can = backable_bytes(&what);
     const double need = double(bytes) * double(local_pes);
     if (need <= double(can)) return {};
-    return strfmt("the symmetric heaps of the %d PE(s) on this host need %.2f GiB (%zu bytes each), "
-                  "more than it can back: %.2f GiB free (%s); lower local_mem_size",
-                  local_pes, need / double(1ull << 30), bytes, double(can) / double(1ull << 30), what.c_str());
+    return strfmt(
+        "the symmetric heaps of the %d PE(s) on this host need %.2f GiB (%zu bytes each), "
+        "more than it can back: %.2f GiB free (%s); lower local_mem_size",
+        local_pes, need / double(1ull << 30), bytes, double(can) / double(1ull << 30), what.c_str());
   }
 
   void map(ControlPlane &cp, size_t bytes) override {
@@ -162,7 +167,8 @@ class CpuTransport final : public HeapTransport {
   void publish_fault(const tdist_device_state_t &s) override {
     if (!local_) return;
     const bool faulted = fault_code(s) != 0;
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(static_cast<char *>(local_) + TDIST_SYNC_FAULT_OFF))
+    std::atomic_ref<uint64_t>(
+        *reinterpret_cast<uint64_t *>(static_cast<char *>(local_) + TDIST_SYNC_FAULT_OFF))
         .store(faulted ? 1 : 0, std::memory_order_release);
     if (!faulted) return;
     // Wake the waiters asleep on any PE's memory at once (their sleep is also bounded by 1 ms).

@@ -33,8 +33,7 @@ class ProgramPool {
     while (int32_t(workers_) < grid - 1) {
       // The worker must start from the epoch before this launch's bump, or it would sleep
       // through the launch it was created for.
-      std::thread(&ProgramPool::worker, this, int32_t(workers_) + 1,
-                  epoch_.load(std::memory_order_acquire))
+      std::thread(&ProgramPool::worker, this, int32_t(workers_) + 1, epoch_.load(std::memory_order_acquire))
           .detach();
       ++workers_;
     }
@@ -74,7 +73,6 @@ ProgramPool &program_pool() {
   return *pool;
 }
 
-
 }  // namespace
 
 extern "C" {
@@ -86,13 +84,11 @@ int tdist_cpu_launch(int32_t grid, tdist_cpu_kernel_fn fn, void *args) {
   return tdist::c_boundary("tdist_cpu_launch", [&] {
     tdist::Context &c = tdist::require_context("tdist_cpu_launch");
     TDIST_CHECK(c.cpu_backend, TDIST_ERR_NOT_SUPPORTED,
-                "tdist_cpu_launch needs the CPU backend (this job runs the %s backend)",
-                c.transport->name());
+                "tdist_cpu_launch needs the CPU backend (this job runs the %s backend)", c.transport->name());
     TDIST_CHECK(fn, TDIST_ERR_INVALID_PARAM, "kernel function is NULL");
     TDIST_CHECK(grid >= 1 && grid <= TDIST_CPU_MAX_GRID, TDIST_ERR_INVALID_PARAM,
                 "grid %d out of range [1, %d]", grid, TDIST_CPU_MAX_GRID);
-    TDIST_CHECK(t_launch == nullptr, TDIST_ERR_INVALID_VALUE,
-                "tdist_cpu_launch called from inside a kernel");
+    TDIST_CHECK(t_launch == nullptr, TDIST_ERR_INVALID_VALUE, "tdist_cpu_launch called from inside a kernel");
     LaunchCtx L;
     L.grid = grid;
     auto body = [&](int32_t pid) {
@@ -117,8 +113,8 @@ int tdist_cpu_launch_grid(const int32_t grid[3], tdist_cpu_kernel_fn entry, void
                 "grid %d x %d x %d: every dimension must be >= 1", grid[0], grid[1], grid[2]);
     const int64_t n = int64_t(grid[0]) * grid[1] * grid[2];
     TDIST_CHECK(n <= TDIST_CPU_MAX_GRID, TDIST_ERR_INVALID_PARAM,
-                "grid %d x %d x %d = %lld programs exceeds TDIST_CPU_MAX_GRID (%d)", grid[0],
-                grid[1], grid[2], (long long)n, TDIST_CPU_MAX_GRID);
+                "grid %d x %d x %d = %lld programs exceeds TDIST_CPU_MAX_GRID (%d)", grid[0], grid[1],
+                grid[2], (long long)n, TDIST_CPU_MAX_GRID);
     g = int32_t(n);
   });
   if (rc != TDIST_SUCCESS) return rc;
@@ -156,15 +152,16 @@ void tdist_cpu_sync_block_wait(int32_t event_id) {
   if (!e) return;
   LaunchCtx *L = t_launch;
   const uint32_t ticket = e->takes.fetch_add(1, std::memory_order_relaxed);
-  bounded_wait(
-      [&] { return e->sets.load(std::memory_order_acquire) > ticket; }, &e->sets, ticket + 1,
-      TDIST_CMP_GE, &seen_as_u64<uint32_t>, &L->sleepers, &L->futex, [&] {
-        return tdist::strfmt("tdist_cpu_sync_block_wait: block event %d was never set for this "
-                             "wait: program %d of a %d-program launch waited for set #%u of "
-                             "event %d, %u set(s) seen",
-                             event_id, t_program_id, L->grid, ticket + 1, event_id,
-                             e->sets.load(std::memory_order_relaxed));
-      });
+  bounded_wait([&] { return e->sets.load(std::memory_order_acquire) > ticket; }, &e->sets, ticket + 1,
+               TDIST_CMP_GE, &seen_as_u64<uint32_t>, &L->sleepers, &L->futex,
+               [&] {
+                 return tdist::strfmt(
+                     "tdist_cpu_sync_block_wait: block event %d was never set for this "
+                     "wait: program %d of a %d-program launch waited for set #%u of "
+                     "event %d, %u set(s) seen",
+                     event_id, t_program_id, L->grid, ticket + 1, event_id,
+                     e->sets.load(std::memory_order_relaxed));
+               });
 }
 
 void tdist_cpu_sync_block_all(int32_t event_id) {
@@ -178,14 +175,14 @@ void tdist_cpu_sync_block_all(int32_t event_id) {
     wake_words(&L->sleepers, &L->futex);
     return;
   }
-  bounded_wait(
-      [&] { return e->generation.load(std::memory_order_acquire) != gen; }, &e->generation,
-      gen + 1, TDIST_CMP_NE, &seen_as_u64<uint64_t>, &L->sleepers, &L->futex, [&] {
-        return tdist::strfmt("tdist_cpu_sync_block_all: block event %d barrier timed out: %u of "
-                             "%d programs arrived (program %d waiting)",
-                             event_id, e->arrived.load(std::memory_order_relaxed), L->grid,
-                             t_program_id);
-      });
+  bounded_wait([&] { return e->generation.load(std::memory_order_acquire) != gen; }, &e->generation, gen + 1,
+               TDIST_CMP_NE, &seen_as_u64<uint64_t>, &L->sleepers, &L->futex,
+               [&] {
+                 return tdist::strfmt(
+                     "tdist_cpu_sync_block_all: block event %d barrier timed out: %u of "
+                     "%d programs arrived (program %d waiting)",
+                     event_id, e->arrived.load(std::memory_order_relaxed), L->grid, t_program_id);
+               });
 }
 
 }  // extern "C"

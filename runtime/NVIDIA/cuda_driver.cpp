@@ -28,14 +28,14 @@ void load() {
   Driver d;
 #define TDIST_CU_STR2(x) #x
 #define TDIST_CU_STR(x) TDIST_CU_STR2(x)
-#define TDIST_CU_LOAD(name)                                                   \
-  {                                                                           \
-    void *fn = ::dlsym(h, TDIST_CU_STR(name));                                \
-    if (!fn) {                                                                \
-      g_why = "the NVIDIA driver lacks " TDIST_CU_STR(name);                  \
-      return;                                                                 \
-    }                                                                         \
-    d.name = reinterpret_cast<decltype(d.name)>(fn);                          \
+#define TDIST_CU_LOAD(name)                                  \
+  {                                                          \
+    void *fn = ::dlsym(h, TDIST_CU_STR(name));               \
+    if (!fn) {                                               \
+      g_why = "the NVIDIA driver lacks " TDIST_CU_STR(name); \
+      return;                                                \
+    }                                                        \
+    d.name = reinterpret_cast<decltype(d.name)>(fn);         \
   }
   TDIST_CU_FUNCTIONS(TDIST_CU_LOAD)
 #undef TDIST_CU_LOAD

@@ -62,9 +62,11 @@ class CudaTransport final : public HeapTransport {
     ordinal_ = dev;
     int vmm = 0, fdok = 0;
     TDIST_CU(drv_, cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev_));
-    TDIST_CU(drv_, cuDeviceGetAttribute(&fdok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev_));
+    TDIST_CU(drv_, cuDeviceGetAttribute(
+                       &fdok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev_));
     TDIST_CHECK(vmm && fdok, TDIST_ERR_NOT_SUPPORTED,
-                "CUDA device %d lacks virtual memory management (%d) or POSIX fd export (%d)", dev, vmm, fdok);
+                "CUDA device %d lacks virtual memory management (%d) or POSIX fd export (%d)", dev, vmm,
+                fdok);
     // The primary context, so that the runtime API (torch, user kernels) shares our mappings.
     TDIST_CU(drv_, cuDevicePrimaryCtxRetain(&ctx_, dev_));
     TDIST_CU(drv_, cuCtxSetCurrent(ctx_));
@@ -130,8 +132,8 @@ class CudaTransport final : public HeapTransport {
   const std::vector<void *> &peer_bases() const override { return bases_; }
 
   void zero(size_t off, size_t n) override {
-    TDIST_CHECK(local_ && off + n <= size_, TDIST_ERR_INNER, "zero(%zu, %zu) outside the %zu-byte heap",
-                off, n, size_);
+    TDIST_CHECK(local_ && off + n <= size_, TDIST_ERR_INNER, "zero(%zu, %zu) outside the %zu-byte heap", off,
+                n, size_);
     make_current();
     TDIST_CU(drv_, cuMemsetD8(CUdeviceptr(local_) + off, 0, n));
     TDIST_CU(drv_, cuCtxSynchronize());
@@ -277,7 +279,8 @@ class CudaTransport final : public HeapTransport {
                 cu::result_string(r).c_str());
     TDIST_CHECK(sz == sizeof(tdist_device_fast_t), TDIST_ERR_INVALID_VALUE,
                 "module global %s has %zu bytes, expected %zu (a module built against another "
-                "device_state.h)", kFastSymbol, sz, sizeof(tdist_device_fast_t));
+                "device_state.h)",
+                kFastSymbol, sz, sizeof(tdist_device_fast_t));
     return sym;
   }
 
@@ -332,8 +335,8 @@ class CudaTransport final : public HeapTransport {
     TDIST_CHECK(r.error != AddrError::kPeRange, TDIST_ERR_INVALID_PARAM, "%s: PE %d out of range [0, %d)",
                 api, pe, s.n_pes);
     TDIST_CHECK(r.error == AddrError::kNone, TDIST_ERR_INVALID_PARAM,
-                "%s: [%p, +%zu) is not inside the symmetric heap (base %p, %llu bytes)", api, addr,
-                nbytes, s.heap_base, (unsigned long long)s.heap_size);
+                "%s: [%p, +%zu) is not inside the symmetric heap (base %p, %llu bytes)", api, addr, nbytes,
+                s.heap_base, (unsigned long long)s.heap_size);
     TDIST_CHECK(s.sdma_heap_base && r.ptr, TDIST_ERR_NOT_SUPPORTED,
                 "%s: PE %d's heap is not reachable by the copy engine", api, pe);
     return CUdeviceptr(r.ptr);
@@ -422,7 +425,8 @@ TDIST_EXPORT int tdist_cuda_fast_state(void *out, size_t size) {
     TDIST_CHECK(out, TDIST_ERR_INVALID_PARAM, "out is NULL");
     TDIST_CHECK(size == sizeof(tdist_device_fast_t), TDIST_ERR_INVALID_PARAM,
                 "size %zu is not sizeof(tdist_device_fast_t) = %zu (built against another "
-                "device_state.h?)", size, sizeof(tdist_device_fast_t));
+                "device_state.h?)",
+                size, sizeof(tdist_device_fast_t));
     CudaTransport &t = active("tdist_cuda_fast_state");
     std::lock_guard<std::mutex> g(g_mu);
     const tdist_device_fast_t f = t.fast_state();
@@ -499,7 +503,8 @@ TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream) {
   return c_boundary("tdist_cuda_barrier_all_on_stream", [&] {
     CudaTransport &t = active("tdist_cuda_barrier_all_on_stream");
     CUfunction f = t.kernel("tdisti_nv_barrier_kernel");
-    TDIST_CU(t.drv(), cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, static_cast<CUstream>(stream), nullptr, nullptr));
+    TDIST_CU(t.drv(),
+             cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, static_cast<CUstream>(stream), nullptr, nullptr));
   });
 }
 
@@ -517,23 +522,23 @@ static void sdma_copy(const cu::Driver *drv, CUdeviceptr dst, CUdeviceptr src, s
   TDIST_CU(drv, cuMemcpyDtoDAsync(dst, src, n, s));
 }
 
-TDIST_EXPORT int tdist_cuda_putmem_on_stream(void *dst, const void *src, size_t nbytes, int pe, void *stream) {
+TDIST_EXPORT int tdist_cuda_putmem_on_stream(void *dst, const void *src, size_t nbytes, int pe,
+                                             void *stream) {
   return c_boundary("tdist_cuda_putmem_on_stream", [&] {
     CudaTransport &t = active("tdist_cuda_putmem_on_stream");
     t.make_current();
     CUdeviceptr to = t.translate(dst, nbytes, pe, "tdist_cuda_putmem_on_stream");
-    if (nbytes)
-      sdma_copy(t.drv(), to, CUdeviceptr(src), nbytes, static_cast<CUstream>(stream));
+    if (nbytes) sdma_copy(t.drv(), to, CUdeviceptr(src), nbytes, static_cast<CUstream>(stream));
   });
 }
 
-TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t nbytes, int pe, void *stream) {
+TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t nbytes, int pe,
+                                             void *stream) {
   return c_boundary("tdist_cuda_getmem_on_stream", [&] {
     CudaTransport &t = active("tdist_cuda_getmem_on_stream");
     t.make_current();
     CUdeviceptr from = t.translate(src, nbytes, pe, "tdist_cuda_getmem_on_stream");
-    if (nbytes)
-      sdma_copy(t.drv(), CUdeviceptr(dst), from, nbytes, static_cast<CUstream>(stream));
+    if (nbytes) sdma_copy(t.drv(), CUdeviceptr(dst), from, nbytes, static_cast<CUstream>(stream));
   });
 }
 
@@ -542,7 +547,8 @@ TDIST_EXPORT int tdist_cuda_signal_on_stream(void *sig_addr, uint64_t value, int
   return c_boundary("tdist_cuda_signal_on_stream", [&] {
     TDIST_CHECK(sig_op == TDIST_SIGNAL_SET || sig_op == TDIST_SIGNAL_ADD, TDIST_ERR_INVALID_PARAM,
                 "tdist_cuda_signal_on_stream: sig_op %d is neither TDIST_SIGNAL_SET (1) nor "
-                "TDIST_SIGNAL_ADD (2)", sig_op);
+                "TDIST_SIGNAL_ADD (2)",
+                sig_op);
     TDIST_CHECK(sig_op == TDIST_SIGNAL_SET, TDIST_ERR_NOT_SUPPORTED,
                 "tdist_cuda_signal_on_stream: TDIST_SIGNAL_ADD has no stream form (the driver offers "
                 "no stream atomic add); use the device-side signal_op");
@@ -562,8 +568,7 @@ TDIST_EXPORT int tdist_cuda_signal_wait_until_on_stream(void *sig_addr, int cmp,
     TDIST_CHECK(cmp >= TDIST_CMP_EQ && cmp <= TDIST_CMP_LE, TDIST_ERR_INVALID_PARAM,
                 "tdist_cuda_signal_wait_until_on_stream: comparison %d is not a tdist_cmp_t (0..5)", cmp);
     TDIST_CHECK((uintptr_t(sig_addr) & 7) == 0, TDIST_ERR_INVALID_PARAM,
-                "tdist_cuda_signal_wait_until_on_stream: signal slot %p is not 8-byte aligned",
-                sig_addr);
+                "tdist_cuda_signal_wait_until_on_stream: signal slot %p is not 8-byte aligned", sig_addr);
     CudaTransport &t = active("tdist_cuda_signal_wait_until_on_stream");
     t.translate(sig_addr, 8, t.my_pe(), "tdist_cuda_signal_wait_until_on_stream");  // range check
     CUfunction f = t.kernel("tdisti_nv_wait_kernel");

@@ -16,8 +16,8 @@ extern "C" __global__ void tdisti_nv_wait_kernel(uint64_t *sig, int cmp, uint64_
   if (threadIdx.x != 0) return;
   const uint64_t seen = tdist_signal_wait_until(sig, cmp, value);
   if (!tdisti_nv_cmp(seen, cmp, value)) {
-    printf("tdist: signal_wait_until_on_stream gave up: slot %p, cmp %d, expected %llu, seen %llu\n", sig, cmp,
-           (unsigned long long)value, (unsigned long long)seen);
+    printf("tdist: signal_wait_until_on_stream gave up: slot %p, cmp %d, expected %llu, seen %llu\n", sig,
+           cmp, (unsigned long long)value, (unsigned long long)seen);
     __trap();
   }
 }

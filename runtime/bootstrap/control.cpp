@@ -27,13 +27,12 @@ std::string host_identity() {
 }  // namespace
 
 ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
-  TDIST_CHECK(cfg.n_ranks >= 1, TDIST_ERR_INVALID_PARAM, "n_ranks must be >= 1 (got %d)",
-              cfg.n_ranks);
+  TDIST_CHECK(cfg.n_ranks >= 1, TDIST_ERR_INVALID_PARAM, "n_ranks must be >= 1 (got %d)", cfg.n_ranks);
   TDIST_CHECK(cfg.rank >= 0 && cfg.rank < cfg.n_ranks, TDIST_ERR_INVALID_PARAM,
               "my_rank %d out of range [0, %d)", cfg.rank, cfg.n_ranks);
   StoreAddress addr = parse_store_address(cfg.address);
-  TDIST_CHECK(addr.port > 1024, TDIST_ERR_INVALID_PARAM,
-              "store port must be > 1024 (got %d in '%s')", addr.port, cfg.address.c_str());
+  TDIST_CHECK(addr.port > 1024, TDIST_ERR_INVALID_PARAM, "store port must be > 1024 (got %d in '%s')",
+              addr.port, cfg.address.c_str());
   const char *sec = std::getenv("TDIST_STORE_SECRET");
   addr_ = addr;
   secret_ = !cfg.secret.empty() ? cfg.secret : sec ? sec : "";
@@ -49,8 +48,8 @@ ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
     so.heartbeat_timeout_ms = env_heartbeat_timeout_ms();
     server_ = std::make_unique<StoreServer>(addr, cfg.n_ranks, std::move(so));
   }
-  client_ = std::make_unique<StoreClient>(addr, cfg.rank, secret_, cfg.connect_timeout_s,
-                                          cfg.op_timeout_s, tls_);
+  client_ =
+      std::make_unique<StoreClient>(addr, cfg.rank, secret_, cfg.connect_timeout_s, cfg.op_timeout_s, tls_);
   client_->share_store_lost(store_lost_);
   // Until every rank has joined (the all-gather below), a wait may be for a rank that never
   // starts: the store fails the job naming it at its join deadline, so no request of ours may
@@ -104,8 +103,8 @@ void ControlPlane::barrier() {
   std::string key = strfmt("bar/%llu", seq);
   int64_t n = client_->add(key, 1);
   if (n == size()) client_->set(key + "/go", "1");
-  get_or_name(key + "/go", strfmt("control barrier #%llu: not every rank arrived (this rank came %lld of %d)", seq,
-                                  (long long)n, size()));
+  get_or_name(key + "/go", strfmt("control barrier #%llu: not every rank arrived (this rank came %lld of %d)",
+                                  seq, (long long)n, size()));
 }
 
 std::vector<std::string> ControlPlane::allgather(const std::string &in, bool same_size) {
@@ -119,14 +118,14 @@ std::vector<std::string> ControlPlane::allgather(const std::string &in, bool sam
                                        strfmt("all-gather #%llu: rank %d did not contribute", seq, r));
   for (int r = 0; r < size() && same_size; ++r)
     TDIST_CHECK(out[r].size() == in.size(), TDIST_ERR_COLLECTIVE_MISMATCH,
-                "allgather: rank %d contributed %zu bytes, rank %d contributed %zu", r,
-                out[r].size(), rank(), in.size());
+                "allgather: rank %d contributed %zu bytes, rank %d contributed %zu", r, out[r].size(), rank(),
+                in.size());
   return out;
 }
 
 std::string ControlPlane::broadcast(const std::string &data, int root) {
-  TDIST_CHECK(root >= 0 && root < size(), TDIST_ERR_INVALID_PARAM,
-              "broadcast root %d out of range [0, %d)", root, size());
+  TDIST_CHECK(root >= 0 && root < size(), TDIST_ERR_INVALID_PARAM, "broadcast root %d out of range [0, %d)",
+              root, size());
   std::string key = strfmt("bc/%llu", (unsigned long long)seq_++);
   if (rank() == root) {
     client_->set(key, data);
@@ -136,8 +135,8 @@ std::string ControlPlane::broadcast(const std::string &data, int root) {
 }
 
 std::unique_ptr<StoreClient> ControlPlane::connect_watcher() const {
-  auto w = std::make_unique<StoreClient>(addr_, cfg_.rank, secret_, cfg_.connect_timeout_s,
-                                         cfg_.op_timeout_s, tls_, StoreClient::Role::kWatcher);
+  auto w = std::make_unique<StoreClient>(addr_, cfg_.rank, secret_, cfg_.connect_timeout_s, cfg_.op_timeout_s,
+                                         tls_, StoreClient::Role::kWatcher);
   w->share_store_lost(store_lost_);
   return w;
 }

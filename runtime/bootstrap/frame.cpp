@@ -11,13 +11,19 @@ namespace tdist {
 std::string validate_frame_header(const FrameHeader &h) {
   if (h.magic != kStoreMagic) return strfmt("bad magic 0x%08x", h.magic);
   if (h.key_len > kStoreMaxKey) return strfmt("key length %u exceeds %u", h.key_len, kStoreMaxKey);
-  if (h.val_len > kStoreMaxValue)
-    return strfmt("value length %u exceeds %u", h.val_len, kStoreMaxValue);
+  if (h.val_len > kStoreMaxValue) return strfmt("value length %u exceeds %u", h.val_len, kStoreMaxValue);
   switch (static_cast<StoreOp>(h.op)) {
-    case StoreOp::kHello: case StoreOp::kSet: case StoreOp::kGet: case StoreOp::kAdd:
-    case StoreOp::kDel: case StoreOp::kCheck: case StoreOp::kFinalize: case StoreOp::kWatch: case StoreOp::kHeartbeat:
-    case StoreOp::kReplyOk: case StoreOp::kReplyError:
-      return {};
+    case StoreOp::kHello:
+    case StoreOp::kSet:
+    case StoreOp::kGet:
+    case StoreOp::kAdd:
+    case StoreOp::kDel:
+    case StoreOp::kCheck:
+    case StoreOp::kFinalize:
+    case StoreOp::kWatch:
+    case StoreOp::kHeartbeat:
+    case StoreOp::kReplyOk:
+    case StoreOp::kReplyError: return {};
   }
   return strfmt("unknown op %u", h.op);
 }
@@ -87,8 +93,7 @@ bool parse_add_delta(const std::string &val, int64_t *out) {
   errno = 0;
   char *end = nullptr;
   long long d = std::strtoll(val.c_str(), &end, 10);
-  if (errno == ERANGE || !end || *end || !(val[0] == '-' || (val[0] >= '0' && val[0] <= '9')))
-    return false;
+  if (errno == ERANGE || !end || *end || !(val[0] == '-' || (val[0] >= '0' && val[0] <= '9'))) return false;
   *out = d;
   return true;
 }
@@ -101,7 +106,8 @@ bool parse_round_key(const std::string &key, uint64_t *seq) {
   size_t i = slash + 1, start = i;
   uint64_t v = 0;
   while (i < key.size() && key[i] >= '0' && key[i] <= '9') {
-    if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, uint64_t(key[i] - '0'), &v)) return false;
+    if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, uint64_t(key[i] - '0'), &v))
+      return false;
     ++i;
   }
   if (i == start || (i - start > 1 && key[start] == '0')) return false;

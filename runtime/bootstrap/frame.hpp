@@ -16,17 +16,17 @@ constexpr uint32_t kStoreMaxValue = 64u << 20;
 constexpr uint32_t kStoreMaxUnauthFrame = 2 * kStoreMaxKey;
 
 enum class StoreOp : uint32_t {
-  kHello = 1,     // key = "<rank>", value = job secret; binds the connection to a rank
+  kHello = 1,  // key = "<rank>", value = job secret; binds the connection to a rank
   kSet = 2,
-  kGet = 3,       // blocks (server side) until the key exists
-  kAdd = 4,       // value = decimal delta; reply = new value
+  kGet = 3,  // blocks (server side) until the key exists
+  kAdd = 4,  // value = decimal delta; reply = new value
   kDel = 5,
-  kCheck = 6,     // reply "1"/"0"
-  kFinalize = 7,  // this rank leaves cleanly
-  kWatch = 8,     // key = "<rank>", value = secret: a rank's watchdog connection (no requests);
-                  // the server answers OK (value = its heartbeat timeout in ms, "0": none), and
-                  // later one REPLY_ERROR (key = lost rank) on failure
-  kHeartbeat = 9, // watch connections only: "this rank is alive"; answered OK
+  kCheck = 6,      // reply "1"/"0"
+  kFinalize = 7,   // this rank leaves cleanly
+  kWatch = 8,      // key = "<rank>", value = secret: a rank's watchdog connection (no requests);
+                   // the server answers OK (value = its heartbeat timeout in ms, "0": none), and
+                   // later one REPLY_ERROR (key = lost rank) on failure
+  kHeartbeat = 9,  // watch connections only: "this rank is alive"; answered OK
   kReplyOk = 100,
   kReplyError = 101,  // value = message (e.g. a lost rank)
 };

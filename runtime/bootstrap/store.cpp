@@ -39,21 +39,19 @@ StoreAddress parse_store_address(const std::string &url) {
     a.ipv6 = true;
     rest = url.substr(7);
     auto close = rest.find(']');
-    TDIST_CHECK(!rest.empty() && rest[0] == '[' && close != std::string::npos &&
-                    close + 1 < rest.size() && rest[close + 1] == ':',
-                TDIST_ERR_INVALID_PARAM, "bad store address '%s': expected tcp6://[host]:port",
-                url.c_str());
+    TDIST_CHECK(!rest.empty() && rest[0] == '[' && close != std::string::npos && close + 1 < rest.size() &&
+                    rest[close + 1] == ':',
+                TDIST_ERR_INVALID_PARAM, "bad store address '%s': expected tcp6://[host]:port", url.c_str());
     a.host = rest.substr(1, close - 1);
     rest = rest.substr(close + 2);
   } else {
-    TDIST_THROW(TDIST_ERR_INVALID_PARAM,
-                "bad store address '%s': must start with tcp:// or tcp6://", url.c_str());
+    TDIST_THROW(TDIST_ERR_INVALID_PARAM, "bad store address '%s': must start with tcp:// or tcp6://",
+                url.c_str());
   }
   char *end = nullptr;
   long port = std::strtol(rest.c_str(), &end, 10);
-  TDIST_CHECK(!rest.empty() && end && *end == '\0' && port >= 0 && port <= 65535,
-              TDIST_ERR_INVALID_PARAM, "bad port '%s' in store address '%s'", rest.c_str(),
-              url.c_str());
+  TDIST_CHECK(!rest.empty() && end && *end == '\0' && port >= 0 && port <= 65535, TDIST_ERR_INVALID_PARAM,
+              "bad port '%s' in store address '%s'", rest.c_str(), url.c_str());
   a.port = int(port);
   return a;
 }
@@ -71,8 +69,8 @@ std::vector<sockaddr_storage> resolve(const StoreAddress &a, bool passive, sockl
   addrinfo *res = nullptr;
   std::string port = std::to_string(a.port);
   int rc = getaddrinfo(a.host.empty() ? nullptr : a.host.c_str(), port.c_str(), &hints, &res);
-  TDIST_CHECK(rc == 0 && res, TDIST_ERR_BOOTSTRAP, "cannot resolve store host '%s': %s",
-              a.host.c_str(), gai_strerror(rc));
+  TDIST_CHECK(rc == 0 && res, TDIST_ERR_BOOTSTRAP, "cannot resolve store host '%s': %s", a.host.c_str(),
+              gai_strerror(rc));
   std::vector<sockaddr_storage> out;
   for (auto *r = res; r; r = r->ai_next) {
     sockaddr_storage ss{};
@@ -160,7 +158,8 @@ struct StoreServer::Impl {
         }
         const bool was_authenticated = state->authenticated(fd);
         if (!state->handle(fd, f, now_ms())) return drop(fd, "rejected");
-        if (!was_authenticated && state->authenticated(fd)) c.dec.set_max_payload(kStoreMaxKey + kStoreMaxValue);
+        if (!was_authenticated && state->authenticated(fd))
+          c.dec.set_max_payload(kStoreMaxKey + kStoreMaxValue);
       }
     }
   }
@@ -182,7 +181,8 @@ struct StoreServer::Impl {
     }
     std::vector<int> stale;
     for (auto &[fd, c] : conns)
-      if (!state->authenticated(fd) && now - c->accepted > std::chrono::duration<double>(opts.hello_timeout_s))
+      if (!state->authenticated(fd) &&
+          now - c->accepted > std::chrono::duration<double>(opts.hello_timeout_s))
         stale.push_back(fd);
     for (int fd : stale) drop(fd, "no HELLO in time");
     if (opts.join_timeout_s > 0 && !state->failed() &&
@@ -235,8 +235,7 @@ struct StoreServer::Impl {
       pfds.clear();
       pfds.push_back({listen_fd, POLLIN, 0});
       pfds.push_back({wake_pipe[0], POLLIN, 0});
-      for (auto &[fd, c] : conns)
-        pfds.push_back({fd, short(POLLIN | (c->ch.want_write() ? POLLOUT : 0)), 0});
+      for (auto &[fd, c] : conns) pfds.push_back({fd, short(POLLIN | (c->ch.want_write() ? POLLOUT : 0)), 0});
       int rc = ::poll(pfds.data(), pfds.size(), 200);
       if (rc < 0 && errno != EINTR) break;
       if (rc > 0) {
@@ -254,9 +253,10 @@ StoreServer::StoreServer(const StoreAddress &addr, int n_ranks, StoreServerOptio
   TDIST_CHECK(n_ranks >= 1, TDIST_ERR_INVALID_PARAM, "store: n_ranks must be >= 1 (got %d)", n_ranks);
   impl_->n_ranks = n_ranks;
   impl_->opts = std::move(opts);
-  impl_->state = std::make_unique<StoreState>(
-      n_ranks, impl_->opts.secret,
-      [impl = impl_.get()](int fd, StoreOp op, const std::string &k, const std::string &v) { impl->send(fd, op, k, v); });
+  impl_->state =
+      std::make_unique<StoreState>(n_ranks, impl_->opts.secret,
+                                   [impl = impl_.get()](int fd, StoreOp op, const std::string &k,
+                                                        const std::string &v) { impl->send(fd, op, k, v); });
   impl_->state->set_heartbeat_timeout_ms(impl_->opts.heartbeat_timeout_ms);
   if (impl_->opts.tls.enable)
     impl_->tls = make_tls_server_context(impl_->opts.tls, !impl_->opts.secret.empty());
@@ -276,9 +276,8 @@ StoreServer::StoreServer(const StoreAddress &addr, int n_ranks, StoreServerOptio
   if (::bind(fd, reinterpret_cast<sockaddr *>(&addrs[0]), len) != 0 || ::listen(fd, 1024) != 0) {
     int e = errno;
     ::close(fd);
-    TDIST_THROW(TDIST_ERR_BOOTSTRAP, "store: cannot listen on %s%s%s:%d: %s",
-                addr.ipv6 ? "[" : "", addr.host.c_str(), addr.ipv6 ? "]" : "", addr.port,
-                std::strerror(e));
+    TDIST_THROW(TDIST_ERR_BOOTSTRAP, "store: cannot listen on %s%s%s:%d: %s", addr.ipv6 ? "[" : "",
+                addr.host.c_str(), addr.ipv6 ? "]" : "", addr.port, std::strerror(e));
   }
   sockaddr_storage bound{};
   socklen_t blen = sizeof bound;
@@ -313,8 +312,7 @@ StoreServer::~StoreServer() {
 // ---------------------------------------------------------------- client
 
 StoreClient::StoreClient(const StoreAddress &addr, int rank, const std::string &secret,
-                         double connect_timeout_s, double op_timeout_s, const StoreTlsConfig &tls,
-                         Role role)
+                         double connect_timeout_s, double op_timeout_s, const StoreTlsConfig &tls, Role role)
     : rank_(rank), op_timeout_s_(op_timeout_s) {
   // Configuration errors (missing files) surface before any network wait.
   std::shared_ptr<TlsContext> tctx = tls.enable ? make_tls_client_context(tls) : nullptr;
@@ -358,7 +356,8 @@ StoreClient::StoreClient(const StoreAddress &addr, int rank, const std::string &
     double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     ch_.connect_tls(tctx, addr.host, std::max(left, 5.0));
   }
-  std::string r = request(role == Role::kWatcher ? StoreOp::kWatch : StoreOp::kHello, std::to_string(rank), secret);
+  std::string r =
+      request(role == Role::kWatcher ? StoreOp::kWatch : StoreOp::kHello, std::to_string(rank), secret);
   joined_ = true;
   int64_t hb = 0;
   if (role == Role::kWatcher && parse_add_delta(r, &hb) && hb > 0) heartbeat_ms_ = uint64_t(hb);
@@ -382,8 +381,8 @@ Frame StoreClient::read_frame(double timeout_s, const std::string &what) {
       // A late reply would be misread as the answer to the next request: the connection is
       // unusable from here on.
       ch_.close();
-      TDIST_THROW(TDIST_ERR_TIMEOUT, "rank %d: store request for key '%s' timed out after %.0f s",
-                  rank_, what.c_str(), timeout_s);
+      TDIST_THROW(TDIST_ERR_TIMEOUT, "rank %d: store request for key '%s' timed out after %.0f s", rank_,
+                  what.c_str(), timeout_s);
     }
     if (store_lost_ && store_lost_->load()) {
       ch_.close();
@@ -408,11 +407,10 @@ Frame StoreClient::read_frame(double timeout_s, const std::string &what) {
       // Before the store accepted us, a closed connection is a refusal (TLS certificate, a
       // stranger's port), not a lost rank 0.
       TDIST_CHECK(joined_, TDIST_ERR_BOOTSTRAP,
-                  "rank %d: the store refused the connection before HELLO completed (%s)", rank_,
-                  e.c_str());
+                  "rank %d: the store refused the connection before HELLO completed (%s)", rank_, e.c_str());
       job_failed_ = true;
-      TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: the store (rank 0) went away (%s): rank 0 lost",
-                  rank_, e.c_str());
+      TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: the store (rank 0) went away (%s): rank 0 lost", rank_,
+                  e.c_str());
     }
     if (k > 0) dec_.append(buf, size_t(k));
   }
@@ -431,8 +429,7 @@ std::string StoreClient::request(StoreOp op, const std::string &key, const std::
       if (ch_.read_some(b, sizeof b) == -2 && !ch_.last_error().empty()) e += "; " + ch_.last_error();
       ch_.close();
       TDIST_THROW(TDIST_ERR_BOOTSTRAP,
-                  "rank %d: the store refused the connection before HELLO completed (%s)", rank_,
-                  e.c_str());
+                  "rank %d: the store refused the connection before HELLO completed (%s)", rank_, e.c_str());
     }
     job_failed_ = true;
     ch_.close();
@@ -442,11 +439,10 @@ std::string StoreClient::request(StoreOp op, const std::string &key, const std::
   Frame r = read_frame(op_timeout_s_, key);
   if (r.op == StoreOp::kReplyError) {
     if (op != StoreOp::kHello && op != StoreOp::kWatch) job_failed_ = true;
-    TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: store refused '%s': %s", rank_, key.c_str(),
-                r.value.c_str());
+    TDIST_THROW(TDIST_ERR_BOOTSTRAP, "rank %d: store refused '%s': %s", rank_, key.c_str(), r.value.c_str());
   }
-  TDIST_CHECK(r.op == StoreOp::kReplyOk, TDIST_ERR_BOOTSTRAP,
-              "rank %d: unexpected reply op %u from store", rank_, unsigned(r.op));
+  TDIST_CHECK(r.op == StoreOp::kReplyOk, TDIST_ERR_BOOTSTRAP, "rank %d: unexpected reply op %u from store",
+              rank_, unsigned(r.op));
   return std::move(r.value);
 }
 
@@ -455,8 +451,8 @@ std::string StoreClient::get(const std::string &k) { return request(StoreOp::kGe
 int64_t StoreClient::add(const std::string &k, int64_t d) {
   int64_t v = 0;
   std::string r = request(StoreOp::kAdd, k, std::to_string(d));
-  TDIST_CHECK(parse_add_delta(r, &v), TDIST_ERR_BOOTSTRAP, "rank %d: store sent a non-number '%.32s'",
-              rank_, r.c_str());
+  TDIST_CHECK(parse_add_delta(r, &v), TDIST_ERR_BOOTSTRAP, "rank %d: store sent a non-number '%.32s'", rank_,
+              r.c_str());
   return v;
 }
 bool StoreClient::check(const std::string &k) { return request(StoreOp::kCheck, k, "") == "1"; }
@@ -509,9 +505,10 @@ bool StoreClient::wait_for_failure(int stop_fd, int *lost_rank, std::string *mes
     const auto now = Clock::now();
     if (heartbeat_ms_ > 0) {
       if (now - heard > std::chrono::milliseconds(heartbeat_ms_))
-        return store_gone(strfmt("rank 0 lost: the store it hosts has not answered for %.1f s (rank 0 stopped, "
-                                 "frozen, or its host is unreachable)",
-                                 double(heartbeat_ms_) / 1000));
+        return store_gone(
+            strfmt("rank 0 lost: the store it hosts has not answered for %.1f s (rank 0 stopped, "
+                   "frozen, or its host is unreachable)",
+                   double(heartbeat_ms_) / 1000));
       if (now >= next_beat) {
         std::string hb = encode_frame(StoreOp::kHeartbeat, "", "");
         if (!ch_.write_all(hb.data(), hb.size(), int(std::min<uint64_t>(heartbeat_ms_, 5000))))
@@ -521,8 +518,9 @@ bool StoreClient::wait_for_failure(int stop_fd, int *lost_rank, std::string *mes
     }
     if (!ch_.buffered()) {
       pollfd p[2] = {{ch_.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-      int wait_ms = heartbeat_ms_ > 0 ? int(std::chrono::duration_cast<std::chrono::milliseconds>(beat_every).count())
-                                      : 1000;
+      int wait_ms = heartbeat_ms_ > 0
+                        ? int(std::chrono::duration_cast<std::chrono::milliseconds>(beat_every).count())
+                        : 1000;
       int rc = ::poll(p, 2, wait_ms);
       if (rc < 0 && errno != EINTR) {
         *lost_rank = -1;

@@ -23,8 +23,8 @@ struct StoreAddress {
 StoreAddress parse_store_address(const std::string &url);  // throws INVALID_PARAM
 
 struct StoreServerOptions {
-  std::string secret;     // every HELLO / WATCH must present it ("" = none required)
-  StoreTlsConfig tls;     // TLS when tls.enable
+  std::string secret;  // every HELLO / WATCH must present it ("" = none required)
+  StoreTlsConfig tls;  // TLS when tls.enable
   // Fail the job naming the missing ranks if not every rank has joined by then (0: never).
   double join_timeout_s = 0;
   // A connection that has not authenticated within this time is dropped.
@@ -93,7 +93,7 @@ class StoreClient {
   int rank_;
   double op_timeout_s_;
   bool job_failed_ = false;
-  bool joined_ = false;  // HELLO / WATCH accepted
+  bool joined_ = false;        // HELLO / WATCH accepted
   uint64_t heartbeat_ms_ = 0;  // watcher: the store's heartbeat timeout (0: none)
   std::shared_ptr<std::atomic<bool>> store_lost_;
 };

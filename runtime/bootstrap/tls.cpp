@@ -47,11 +47,16 @@ StoreTlsConfig parse_store_tls_info(bool enable, const std::string &info) {
                   "store TLS info: %s must be 0 or 1 (got '%s')", name, v.c_str());
       return v == "1";
     };
-    if (k == "ca") c.ca_file = v;
-    else if (k == "cert") c.cert_file = v;
-    else if (k == "key") c.key_file = v;
-    else if (k == "verify_client") c.verify_client = flag("verify_client");
-    else if (k == "verify_host") c.verify_host = flag("verify_host");
+    if (k == "ca")
+      c.ca_file = v;
+    else if (k == "cert")
+      c.cert_file = v;
+    else if (k == "key")
+      c.key_file = v;
+    else if (k == "verify_client")
+      c.verify_client = flag("verify_client");
+    else if (k == "verify_host")
+      c.verify_host = flag("verify_host");
     else
       TDIST_THROW(TDIST_ERR_INVALID_PARAM,
                   "store TLS info: unknown key '%s' (keys: ca, cert, key, verify_client, "
@@ -85,8 +90,7 @@ StoreTlsConfig store_tls_config() {
                 "to use TLS, or unset TDIST_STORE_TLS_INFO");
     return StoreTlsConfig{};
   }
-  TDIST_CHECK(std::strcmp(on, "1") == 0, TDIST_ERR_INVALID_PARAM,
-              "TDIST_STORE_TLS='%s': must be 0 or 1", on);
+  TDIST_CHECK(std::strcmp(on, "1") == 0, TDIST_ERR_INVALID_PARAM, "TDIST_STORE_TLS='%s': must be 0 or 1", on);
   return parse_store_tls_info(true, info ? info : "");
 }
 
@@ -143,7 +147,9 @@ BIO_METHOD *nosigpipe_method() {
 void check_readable(const std::string &path, const char *what) {
   TDIST_CHECK(!path.empty(), TDIST_ERR_INVALID_PARAM,
               "store TLS: %s is required (set %s=<path> in the TLS info)", what,
-              std::strcmp(what, "CA file") == 0 ? "ca" : std::strcmp(what, "certificate") == 0 ? "cert" : "key");
+              std::strcmp(what, "CA file") == 0       ? "ca"
+              : std::strcmp(what, "certificate") == 0 ? "cert"
+                                                      : "key");
   TDIST_CHECK(::access(path.c_str(), R_OK) == 0, TDIST_ERR_INVALID_PARAM,
               "store TLS: cannot read the %s '%s': %s", what, path.c_str(), std::strerror(errno));
 }
@@ -184,8 +190,8 @@ void load_own_cert(TlsContext &t) {
 
 void load_ca(TlsContext &t) {
   if (SSL_CTX_load_verify_locations(t.ctx, t.cfg.ca_file.c_str(), nullptr) != 1)
-    TDIST_THROW(TDIST_ERR_INVALID_PARAM, "store TLS: cannot load CA file '%s': %s",
-                t.cfg.ca_file.c_str(), ssl_errors().c_str());
+    TDIST_THROW(TDIST_ERR_INVALID_PARAM, "store TLS: cannot load CA file '%s': %s", t.cfg.ca_file.c_str(),
+                ssl_errors().c_str());
 }
 }  // namespace
 
@@ -258,10 +264,14 @@ std::string handshake_error(SSL *s, int rc) {
   int e = SSL_get_error(s, rc);
   long v = SSL_get_verify_result(s);
   std::string why;
-  if (v != X509_V_OK) why = strfmt("certificate verification failed: %s", X509_verify_cert_error_string(v));
-  else if (e == SSL_ERROR_SYSCALL) why = errno ? std::strerror(errno) : "peer closed the connection";
-  else if (e == SSL_ERROR_ZERO_RETURN) why = "peer closed the connection";
-  else why = ssl_errors();
+  if (v != X509_V_OK)
+    why = strfmt("certificate verification failed: %s", X509_verify_cert_error_string(v));
+  else if (e == SSL_ERROR_SYSCALL)
+    why = errno ? std::strerror(errno) : "peer closed the connection";
+  else if (e == SSL_ERROR_ZERO_RETURN)
+    why = "peer closed the connection";
+  else
+    why = ssl_errors();
   ERR_clear_error();
   return why;
 }
@@ -293,8 +303,7 @@ int Channel::handshake_step(std::string *why) {
   return -1;
 }
 
-void Channel::connect_tls(const std::shared_ptr<TlsContext> &ctx, const std::string &host,
-                          double timeout_s) {
+void Channel::connect_tls(const std::shared_ptr<TlsContext> &ctx, const std::string &host, double timeout_s) {
   ctx_ = ctx;
   SSL *s = new_ssl(*ctx, fd_);
   ssl_ = s;
@@ -317,8 +326,9 @@ void Channel::connect_tls(const std::shared_ptr<TlsContext> &ctx, const std::str
     if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
       TDIST_THROW(TDIST_ERR_BOOTSTRAP, "store TLS handshake with %s failed: %s", host.c_str(),
                   handshake_error(s, rc).c_str());
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+            .count();
     TDIST_CHECK(left > 0, TDIST_ERR_BOOTSTRAP, "store TLS handshake with %s timed out after %.0f s",
                 host.c_str(), timeout_s);
     pollfd pf{fd_, short(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
@@ -372,14 +382,16 @@ bool Channel::write_all(const void *p, size_t n, int timeout_ms) {
         continue;
       }
       int e = SSL_get_error(s, k);
-      if (e == SSL_ERROR_WANT_READ) wait_for = POLLIN;
+      if (e == SSL_ERROR_WANT_READ)
+        wait_for = POLLIN;
       else if (e != SSL_ERROR_WANT_WRITE) {
         err_ = e == SSL_ERROR_SYSCALL ? std::string(std::strerror(errno)) : "TLS: " + ssl_errors();
         return false;
       }
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+            .count();
     if (left <= 0) {
       err_ = "send timed out";
       return false;
@@ -443,8 +455,9 @@ bool Channel::write_all(const void *p, size_t n, int timeout_ms) {
       continue;
     }
     if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+            .count();
     if (left <= 0) return false;
     pollfd pf{fd_, POLLOUT, 0};
     ::poll(&pf, 1, int(std::min<long long>(left, 1000)));

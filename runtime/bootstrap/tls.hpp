@@ -12,9 +12,9 @@ namespace tdist {
 
 struct StoreTlsConfig {
   bool enable = false;
-  std::string ca_file;    // CA bundle that signs the peer's certificate (client: required)
-  std::string cert_file;  // this side's certificate chain, PEM (server: required)
-  std::string key_file;   // its private key, PEM
+  std::string ca_file;        // CA bundle that signs the peer's certificate (client: required)
+  std::string cert_file;      // this side's certificate chain, PEM (server: required)
+  std::string key_file;       // its private key, PEM
   bool verify_client = true;  // server: require a client certificate signed by ca (mutual TLS)
   bool verify_host = true;    // client: the server certificate must name the store host / IP
 };

@@ -106,8 +106,8 @@ std::string describe(const CollectiveRecord &r) {
   if (r.op == kOpAlign)
     return strfmt("align(%llu, %llu)", (unsigned long long)r.align, (unsigned long long)r.size);
   if (r.op == kOpSplit)
-    return strfmt("team_split_strided(start %llu, stride %llu, size %lld)",
-                  (unsigned long long)r.size, (unsigned long long)r.align, (long long)r.offset);
+    return strfmt("team_split_strided(start %llu, stride %llu, size %lld)", (unsigned long long)r.size,
+                  (unsigned long long)r.align, (long long)r.offset);
   return strfmt("%s(%llu)", op_name(r.op), (unsigned long long)r.size);
 }
 
@@ -178,8 +178,8 @@ void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) 
   auto recs = agree(c, rec, why);
   for (size_t pe = 0; pe < recs.size(); ++pe)
     TDIST_CHECK(recs[pe].offset == rec.offset, TDIST_ERR_INNER,
-                "heaps diverged: PE %zu got offset %lld, PE %d got %lld", pe,
-                (long long)recs[pe].offset, c.state.my_pe, (long long)rec.offset);
+                "heaps diverged: PE %zu got offset %lld, PE %d got %lld", pe, (long long)recs[pe].offset,
+                c.state.my_pe, (long long)rec.offset);
   c.alloc->commit(*off, size);
   return static_cast<char *>(c.state.heap_base) + *off;
 }
@@ -201,7 +201,8 @@ void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
   c->attr = attr;
   const auto &o = attr.option_attr;
   int backend = o.backend;
-  if (backend == TDIST_BACKEND_AUTO) backend = cuda_transport_available() ? TDIST_BACKEND_CUDA : TDIST_BACKEND_CPU;
+  if (backend == TDIST_BACKEND_AUTO)
+    backend = cuda_transport_available() ? TDIST_BACKEND_CUDA : TDIST_BACKEND_CPU;
   c->cpu_backend = backend == TDIST_BACKEND_CPU;
   // Refused before any network wait, like every other bad attribute.
   TDIST_CHECK(!(c->cpu_backend && (o.data_op_engine_type & TDIST_ENGINE_ROCE)), TDIST_ERR_NOT_SUPPORTED,
@@ -250,13 +251,15 @@ void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
   int code = TDIST_SUCCESS;
   std::string verdict;
   for (size_t pe = 1; pe < req.size() && !code; ++pe)
-    if (req[pe].heap != req[0].heap || req[pe].engines != req[0].engines || req[pe].backend != req[0].backend) {
+    if (req[pe].heap != req[0].heap || req[pe].engines != req[0].engines ||
+        req[pe].backend != req[0].backend) {
       code = TDIST_ERR_COLLECTIVE_MISMATCH;
-      verdict = strfmt("init: collective mismatch: PE 0 asked for a %llu-byte heap (engines 0x%x, backend %d), "
-                       "PE %zu for a %llu-byte heap (engines 0x%x, backend %d); every PE must pass the same "
-                       "local_mem_size, data_op_engine_type and backend",
-                       (unsigned long long)req[0].heap, req[0].engines, req[0].backend, pe,
-                       (unsigned long long)req[pe].heap, req[pe].engines, req[pe].backend);
+      verdict = strfmt(
+          "init: collective mismatch: PE 0 asked for a %llu-byte heap (engines 0x%x, backend %d), "
+          "PE %zu for a %llu-byte heap (engines 0x%x, backend %d); every PE must pass the same "
+          "local_mem_size, data_op_engine_type and backend",
+          (unsigned long long)req[0].heap, req[0].engines, req[0].backend, pe,
+          (unsigned long long)req[pe].heap, req[pe].engines, req[pe].backend);
     }
   for (size_t pe = 0; pe < req.size() && !code; ++pe)
     if (req[pe].status != TDIST_SUCCESS) {
@@ -394,12 +397,14 @@ int tdist_init_with_uniqueid(const tdist_uniqueid_t *uid, int rank, int n_ranks,
                              const tdist_init_attr_t *attr) {
   return c_boundary("tdist_init_with_uniqueid", [&] {
     TDIST_CHECK(uid, TDIST_ERR_INVALID_PARAM, "uid is NULL");
-    TDIST_CHECK(memchr(uid->bytes, '\0', sizeof uid->bytes) &&
-                    std::strncmp(uid->bytes, "tdist-uid-v1 ", 13) == 0,
-                TDIST_ERR_INVALID_PARAM, "not a tdist unique id (made by tdist_get_uniqueid)");
+    TDIST_CHECK(
+        memchr(uid->bytes, '\0', sizeof uid->bytes) && std::strncmp(uid->bytes, "tdist-uid-v1 ", 13) == 0,
+        TDIST_ERR_INVALID_PARAM, "not a tdist unique id (made by tdist_get_uniqueid)");
     tdist_init_attr_t a;
-    if (attr) a = *attr;
-    else tdist_init_attr_default(&a);
+    if (attr)
+      a = *attr;
+    else
+      tdist_init_attr_default(&a);
     a.my_rank = rank;
     a.n_ranks = n_ranks;
     std::string rest = uid->bytes + 13, secret;
@@ -416,8 +421,10 @@ int tdist_init_with_uniqueid(const tdist_uniqueid_t *uid, int rank, int n_ranks,
 int tdist_init_from_env(const tdist_init_attr_t *attr) {
   return c_boundary("tdist_init_from_env", [&] {
     tdist_init_attr_t a;
-    if (attr) a = *attr;
-    else tdist_init_attr_default(&a);
+    if (attr)
+      a = *attr;
+    else
+      tdist_init_attr_default(&a);
     check_environment();  // a bad TDIST_* value is named before RANK / WORLD_SIZE
     a.n_ranks = env_int("WORLD_SIZE", 1, 1 << 20);
     a.my_rank = env_int("RANK", 0, a.n_ranks - 1);
@@ -425,8 +432,10 @@ int tdist_init_from_env(const tdist_init_attr_t *attr) {
     TDIST_CHECK(addr && *addr, TDIST_ERR_INVALID_PARAM, "environment variable MASTER_ADDR is not set");
     int port;
     const char *sp = std::getenv("TDIST_STORE_PORT");
-    if (sp && *sp) port = env_int("TDIST_STORE_PORT", 1, 65535);
-    else port = env_int("MASTER_PORT", 1, 65534) + 1;
+    if (sp && *sp)
+      port = env_int("TDIST_STORE_PORT", 1, 65535);
+    else
+      port = env_int("MASTER_PORT", 1, 65534) + 1;
     std::string host = addr;
     if (host.find(':') != std::string::npos)
       std::snprintf(a.ip_port, sizeof a.ip_port, "tcp6://[%s]:%d", host.c_str(), port);
@@ -506,9 +515,10 @@ int tdist_free(void *ptr) {
         rec.offset = int64_t(p - b);
         if (c.alloc->block_size(size_t(rec.offset)) == 0) {
           rec.status = TDIST_ERR_INVALID_PARAM;
-          why = strfmt("heap offset %lld is not a live allocation (double free, or not the start "
-                       "of a block)",
-                       (long long)rec.offset);
+          why = strfmt(
+              "heap offset %lld is not a live allocation (double free, or not the start "
+              "of a block)",
+              (long long)rec.offset);
         }
       }
     }
@@ -554,8 +564,8 @@ int tdist_team_my_pe(tdist_team_t team) {
   int r = -1;
   c_boundary("tdist_team_my_pe", [&] {
     Context &c = require_context("tdist_team_my_pe");
-    TDIST_CHECK(team >= 0 && size_t(team) < c.teams.size() && c.teams[team].valid,
-                TDIST_ERR_INVALID_PARAM, "team %d does not exist", team);
+    TDIST_CHECK(team >= 0 && size_t(team) < c.teams.size() && c.teams[team].valid, TDIST_ERR_INVALID_PARAM,
+                "team %d does not exist", team);
     r = c.teams[team].my_pe;
   });
   return r;
@@ -565,8 +575,8 @@ int tdist_team_n_pes(tdist_team_t team) {
   int r = -1;
   c_boundary("tdist_team_n_pes", [&] {
     Context &c = require_context("tdist_team_n_pes");
-    TDIST_CHECK(team >= 0 && size_t(team) < c.teams.size() && c.teams[team].valid,
-                TDIST_ERR_INVALID_PARAM, "team %d does not exist", team);
+    TDIST_CHECK(team >= 0 && size_t(team) < c.teams.size() && c.teams[team].valid, TDIST_ERR_INVALID_PARAM,
+                "team %d does not exist", team);
     r = c.teams[team].size;
   });
   return r;
@@ -589,8 +599,7 @@ int tdist_team_translate_pe(tdist_team_t src, int src_pe, tdist_team_t dst) {
   return r;
 }
 
-int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int size,
-                             tdist_team_t *new_team) {
+int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int size, tdist_team_t *new_team) {
   return c_boundary("tdist_team_split_strided", [&] {
     Context &c = require_context("tdist_team_split_strided");
     TDIST_CHECK(new_team, TDIST_ERR_INVALID_PARAM, "new_team is NULL");
@@ -599,7 +608,7 @@ int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int siz
     // A bad parent is this PE's verdict, carried by the agreement (the others must not wait).
     const bool parent_ok = parent >= 0 && size_t(parent) < c.teams.size() && c.teams[parent].valid;
     const Team p = parent_ok ? c.teams[parent] : c.teams[0];
-    CollectiveRecord rec{c.collective_seq++, kOpSplit, TDIST_SUCCESS, uint64_t(uint32_t(start)),
+    CollectiveRecord rec{c.collective_seq++,         kOpSplit,     TDIST_SUCCESS, uint64_t(uint32_t(start)),
                          uint64_t(uint32_t(stride)), int64_t(size)};
     std::string why = take_reject();
     if (!why.empty()) {
@@ -608,10 +617,11 @@ int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int siz
     } else if (!parent_ok) {
       rec.status = TDIST_ERR_INVALID_PARAM;
       why = strfmt("parent team %d does not exist", parent);
-    } else if (start < 0 || stride < 1 || size < 1 || int64_t(start) + int64_t(stride) * (size - 1) >= p.size) {
+    } else if (start < 0 || stride < 1 || size < 1 ||
+               int64_t(start) + int64_t(stride) * (size - 1) >= p.size) {
       rec.status = TDIST_ERR_INVALID_PARAM;
-      why = strfmt("start %d, stride %d, size %d do not fit a parent team of %d PEs", start, stride,
-                   size, p.size);
+      why = strfmt("start %d, stride %d, size %d do not fit a parent team of %d PEs", start, stride, size,
+                   p.size);
     }
     // Only parent members take part; with the world as the only parent used so far, that is
     // every PE. Splits of sub-teams need all world PEs to call as well (documented).
@@ -631,9 +641,8 @@ int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int siz
 int tdist_team_destroy(tdist_team_t team) {
   return c_boundary("tdist_team_destroy", [&] {
     Context &c = require_context("tdist_team_destroy");
-    TDIST_CHECK(team > 0 && size_t(team) < c.teams.size() && c.teams[team].valid,
-                TDIST_ERR_INVALID_PARAM, "team %d cannot be destroyed (unknown, already destroyed, or the world)",
-                team);
+    TDIST_CHECK(team > 0 && size_t(team) < c.teams.size() && c.teams[team].valid, TDIST_ERR_INVALID_PARAM,
+                "team %d cannot be destroyed (unknown, already destroyed, or the world)", team);
     c.teams[team].valid = false;
   });
 }
@@ -653,15 +662,16 @@ struct CtrlHeader {
   char why[200];
 };
 
-std::vector<CtrlHeader> ctrl_agree(Context &c, CtrlHeader mine, const std::string &why, const std::string &data,
-                                   std::vector<std::string> *payloads) {
+std::vector<CtrlHeader> ctrl_agree(Context &c, CtrlHeader mine, const std::string &why,
+                                   const std::string &data, std::vector<std::string> *payloads) {
   std::snprintf(mine.why, sizeof mine.why, "%s", why.c_str());
   std::string in(reinterpret_cast<const char *>(&mine), sizeof mine);
   in += data;
   auto all = c.cp->allgather(in, /*same_size=*/false);
   std::vector<CtrlHeader> h(all.size());
   for (size_t pe = 0; pe < all.size(); ++pe) {
-    TDIST_CHECK(all[pe].size() >= sizeof(CtrlHeader), TDIST_ERR_BOOTSTRAP, "PE %zu sent a short control record", pe);
+    TDIST_CHECK(all[pe].size() >= sizeof(CtrlHeader), TDIST_ERR_BOOTSTRAP,
+                "PE %zu sent a short control record", pe);
     std::memcpy(&h[pe], all[pe].data(), sizeof(CtrlHeader));
     h[pe].why[sizeof h[pe].why - 1] = '\0';
     if (payloads) payloads->push_back(all[pe].substr(sizeof(CtrlHeader)));
@@ -677,10 +687,13 @@ int tdist_ctrl_allgather(const void *in, void *out, size_t nbytes) {
     Context &c = require_context("tdist_ctrl_allgather");
     CtrlHeader mine{TDIST_SUCCESS, -1, nbytes, {}};
     std::string why = take_reject();
-    if (!why.empty()) mine.status = TDIST_ERR_INVALID_PARAM;
-    else if (nbytes && (!in || !out)) mine.status = TDIST_ERR_INVALID_PARAM, why = "in/out is NULL";
+    if (!why.empty())
+      mine.status = TDIST_ERR_INVALID_PARAM;
+    else if (nbytes && (!in || !out))
+      mine.status = TDIST_ERR_INVALID_PARAM, why = "in/out is NULL";
     else if (nbytes > kStoreMaxValue - sizeof(CtrlHeader))
-      mine.status = TDIST_ERR_INVALID_PARAM, why = strfmt("%zu bytes exceed the control plane's limit", nbytes);
+      mine.status = TDIST_ERR_INVALID_PARAM,
+      why = strfmt("%zu bytes exceed the control plane's limit", nbytes);
     std::string data = mine.status ? std::string() : std::string(static_cast<const char *>(in), nbytes);
     std::vector<std::string> all;
     auto h = ctrl_agree(c, mine, why, data, &all);
@@ -688,7 +701,8 @@ int tdist_ctrl_allgather(const void *in, void *out, size_t nbytes) {
       TDIST_CHECK(h[pe].nbytes == h[0].nbytes, TDIST_ERR_COLLECTIVE_MISMATCH,
                   "collective mismatch: PE 0 contributed %llu bytes, PE %zu %llu bytes",
                   (unsigned long long)h[0].nbytes, pe, (unsigned long long)h[pe].nbytes);
-    for (size_t r = 0; r < all.size(); ++r) std::memcpy(static_cast<char *>(out) + r * nbytes, all[r].data(), nbytes);
+    for (size_t r = 0; r < all.size(); ++r)
+      std::memcpy(static_cast<char *>(out) + r * nbytes, all[r].data(), nbytes);
   });
 }
 
@@ -698,12 +712,15 @@ int tdist_ctrl_broadcast(void *buf, size_t nbytes, int root) {
     const int n = c.cp->size();
     CtrlHeader mine{TDIST_SUCCESS, root, nbytes, {}};
     std::string why = take_reject();
-    if (!why.empty()) mine.status = TDIST_ERR_INVALID_PARAM;
-    else if (nbytes && !buf) mine.status = TDIST_ERR_INVALID_PARAM, why = "buf is NULL";
+    if (!why.empty())
+      mine.status = TDIST_ERR_INVALID_PARAM;
+    else if (nbytes && !buf)
+      mine.status = TDIST_ERR_INVALID_PARAM, why = "buf is NULL";
     else if (root < 0 || root >= n)
       mine.status = TDIST_ERR_INVALID_PARAM, why = strfmt("broadcast root %d out of range [0, %d)", root, n);
     else if (nbytes > kStoreMaxValue)
-      mine.status = TDIST_ERR_INVALID_PARAM, why = strfmt("%zu bytes exceed the control plane's limit", nbytes);
+      mine.status = TDIST_ERR_INVALID_PARAM,
+      why = strfmt("%zu bytes exceed the control plane's limit", nbytes);
     // First every PE's root and size (one small all-gather), then the root's bytes.
     auto h = ctrl_agree(c, mine, why, "", nullptr);
     for (int pe = 1; pe < n; ++pe) {
@@ -714,7 +731,8 @@ int tdist_ctrl_broadcast(void *buf, size_t nbytes, int root) {
                   (unsigned long long)h[0].nbytes, pe, (unsigned long long)h[pe].nbytes);
     }
     std::string v = c.cp->broadcast(std::string(static_cast<char *>(buf), nbytes), root);
-    TDIST_CHECK(v.size() == nbytes, TDIST_ERR_INNER, "broadcast: root sent %zu bytes, %zu agreed", v.size(), nbytes);
+    TDIST_CHECK(v.size() == nbytes, TDIST_ERR_INNER, "broadcast: root sent %zu bytes, %zu agreed", v.size(),
+                nbytes);
     std::memcpy(buf, v.data(), nbytes);
   });
 }

@@ -15,7 +15,7 @@ namespace tdist {
 struct Team {
   bool valid = false;
   int start = 0, stride = 1, size = 0;  // members are world PEs start + i * stride
-  int my_pe = -1;                        // this PE's index in the team, -1 if not a member
+  int my_pe = -1;                       // this PE's index in the team, -1 if not a member
 };
 
 struct Context {

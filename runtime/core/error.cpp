@@ -37,7 +37,7 @@ extern "C" {
 const char *tdist_status_name(int status) {
   switch (status) {
 #define TDIST_STATUS(name, value, shmem, pyclass, pybase, description) \
-    case TDIST_##name: return "TDIST_" #name;
+  case TDIST_##name: return "TDIST_" #name;
 #include "tdist/status.def"
 #undef TDIST_STATUS
     default: return "TDIST_ERR_UNKNOWN";

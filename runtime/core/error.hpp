@@ -45,9 +45,10 @@ int c_boundary(const char *api, Fn &&fn) noexcept {
 
 // Throws tdist::Error(code, "<message> [file:line]").
 #define TDIST_THROW(code, ...) \
-  throw ::tdist::Error((code), ::tdist::strfmt(__VA_ARGS__) + " [" __FILE__ ":" + std::to_string(__LINE__) + "]")
+  throw ::tdist::Error((code), \
+                       ::tdist::strfmt(__VA_ARGS__) + " [" __FILE__ ":" + std::to_string(__LINE__) + "]")
 
-#define TDIST_CHECK(cond, code, ...)   \
-  do {                                 \
+#define TDIST_CHECK(cond, code, ...)             \
+  do {                                           \
     if (!(cond)) TDIST_THROW(code, __VA_ARGS__); \
   } while (0)

@@ -67,8 +67,8 @@ void record_fault(const Fault &f, const std::string &note) {
                  "tdist[pe %d]: device fault %s: PE %d heap offset %llu expected %llu (cmp %d) "
                  "seen %llu%s%s\n",
                  s->my_pe, tdist_status_name(f.code), f.pe, (unsigned long long)f.offset,
-                 (unsigned long long)f.expected, f.cmp, (unsigned long long)f.seen,
-                 note.empty() ? "" : ": ", note.c_str());
+                 (unsigned long long)f.expected, f.cmp, (unsigned long long)f.seen, note.empty() ? "" : ": ",
+                 note.c_str());
     std::abort();
   }
 }
@@ -100,15 +100,15 @@ int take_fault(std::string *what) {
   if (code == TDIST_ERR_TIMEOUT && !g_note.empty())  // a process-local wait: no heap slot
     *what = strfmt("PE %d: %s", s->my_pe, g_note.c_str());
   else if (code == TDIST_ERR_TIMEOUT)
-    *what = strfmt("PE %d: wait timed out on PE %d's heap offset %llu: expected %llu (cmp %d), "
-                   "saw %llu",
-                   s->my_pe, s->fault_pe, (unsigned long long)s->fault_offset,
-                   (unsigned long long)s->fault_expected, s->fault_cmp,
-                   (unsigned long long)s->fault_seen);
+    *what = strfmt(
+        "PE %d: wait timed out on PE %d's heap offset %llu: expected %llu (cmp %d), "
+        "saw %llu",
+        s->my_pe, s->fault_pe, (unsigned long long)s->fault_offset, (unsigned long long)s->fault_expected,
+        s->fault_cmp, (unsigned long long)s->fault_seen);
   else
-    *what = strfmt("PE %d: invalid device call (PE %d, heap offset %llu, address 0x%llx)%s%s",
-                   s->my_pe, s->fault_pe, (unsigned long long)s->fault_offset,
-                   (unsigned long long)s->fault_seen, g_note.empty() ? "" : ": ", g_note.c_str());
+    *what = strfmt("PE %d: invalid device call (PE %d, heap offset %llu, address 0x%llx)%s%s", s->my_pe,
+                   s->fault_pe, (unsigned long long)s->fault_offset, (unsigned long long)s->fault_seen,
+                   g_note.empty() ? "" : ": ", g_note.c_str());
   g_note.clear();
   std::atomic_ref<int32_t>(s->fault_code).store(0, std::memory_order_relaxed);
   publish(*s);  // the heap flag goes down with the record

@@ -94,10 +94,12 @@ int recv_fd(int sock, int pe, int32_t *who, Clock::time_point deadline, double t
   ssize_t k = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   cmsghdr *c = k > 0 ? CMSG_FIRSTHDR(&msg) : nullptr;
   int fd = -1;
-  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  TDIST_CHECK(k == ssize_t(sizeof *who), TDIST_ERR_SMEM,
-              "receiving PE %d's heap descriptor: %s", pe,
-              k < 0 ? std::strerror(errno) : k == 0 ? "PE closed the connection" : "short message");
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  TDIST_CHECK(k == ssize_t(sizeof *who), TDIST_ERR_SMEM, "receiving PE %d's heap descriptor: %s", pe,
+              k < 0    ? std::strerror(errno)
+              : k == 0 ? "PE closed the connection"
+                       : "short message");
   TDIST_CHECK(fd >= 0, TDIST_ERR_SMEM, "PE %d sent no heap descriptor", pe);
   return fd;
 }
@@ -154,7 +156,8 @@ std::vector<int> exchange_fds_with_local_peers(ControlPlane &cp, int my_fd, cons
         if (left == 0) {
           std::string missing;
           for (int pe : locals)
-            if (pe != cp.rank() && !served.count(pe)) missing += (missing.empty() ? "" : ", ") + std::to_string(pe);
+            if (pe != cp.rank() && !served.count(pe))
+              missing += (missing.empty() ? "" : ", ") + std::to_string(pe);
           TDIST_THROW(TDIST_ERR_TIMEOUT,
                       "PE(s) %s did not ask for PE %d's heap descriptor within %.0f s (%d stranger "
                       "connection(s) refused)",
@@ -233,7 +236,8 @@ std::vector<int> exchange_fds_with_local_peers(ControlPlane &cp, int my_fd, cons
   ::close(lsock);
   lsock = -1;
   if (err.empty()) err = serve_error;
-  if (!err.empty()) TDIST_THROW(TDIST_ERR_SMEM, "PE %d: heap descriptor exchange failed: %s", cp.rank(), err.c_str());
+  if (!err.empty())
+    TDIST_THROW(TDIST_ERR_SMEM, "PE %d: heap descriptor exchange failed: %s", cp.rank(), err.c_str());
   cp.barrier();
   cleanup.armed = false;
   return out;

@@ -50,8 +50,8 @@ inline PeerAddr peer_addr(const tdist_device_state_t &s, const void *addr, int p
 }
 
 // What went wrong with a failed translation of (addr, pe, n), in words, as tdist_ptr reports it.
-std::string peer_addr_message(const tdist_device_state_t &s, const PeerAddr &r, const void *addr,
-                              int pe, size_t n);
+std::string peer_addr_message(const tdist_device_state_t &s, const PeerAddr &r, const void *addr, int pe,
+                              size_t n);
 
 // tdist_ptr from host code of any backend: translates through this process's host state. On
 // failure (or before init) returns NULL and sets this thread's last error; NULL without an error

@@ -65,11 +65,11 @@ inline uint8_t pattern(int pe, size_t i, uint64_t salt = 0) {
 
 }  // namespace tdist_test
 
-#define TDIST_TEST_MAIN()                                              \
-  int main(int argc, char **argv) {                                    \
-    ::testing::InitGoogleTest(&argc, argv);                            \
-    /* a failing rank leaves at once, so peers never wait on it */     \
-    GTEST_FLAG_SET(fail_fast, true);                                   \
+#define TDIST_TEST_MAIN()                                               \
+  int main(int argc, char **argv) {                                     \
+    ::testing::InitGoogleTest(&argc, argv);                             \
+    /* a failing rank leaves at once, so peers never wait on it */      \
+    GTEST_FLAG_SET(fail_fast, true);                                    \
     ::testing::AddGlobalTestEnvironment(new tdist_test::MpEnvironment); \
-    return RUN_ALL_TESTS();                                            \
+    return RUN_ALL_TESTS();                                             \
   }

@@ -14,7 +14,9 @@ static int fail(const char *what) {
   return 1;
 }
 
-static uint64_t word(int from, int to, int i) { return ((uint64_t)from << 48) | ((uint64_t)to << 32) | (uint64_t)i; }
+static uint64_t word(int from, int to, int i) {
+  return ((uint64_t)from << 48) | ((uint64_t)to << 32) | (uint64_t)i;
+}
 
 int main(void) {
   tdist_init_attr_t a;

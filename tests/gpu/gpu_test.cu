@@ -23,10 +23,10 @@ namespace {
 bool g_gpu = false;
 std::string g_why;
 
-#define CK(call)                                                                          \
-  do {                                                                                    \
-    cudaError_t e_ = (call);                                                              \
-    ASSERT_EQ(e_, cudaSuccess) << #call << ": " << cudaGetErrorString(e_);                \
+#define CK(call)                                                           \
+  do {                                                                     \
+    cudaError_t e_ = (call);                                               \
+    ASSERT_EQ(e_, cudaSuccess) << #call << ": " << cudaGetErrorString(e_); \
   } while (0)
 #define TD(call) ASSERT_EQ((call), TDIST_SUCCESS) << #call << ": " << tdist_last_error_message()
 
@@ -154,12 +154,16 @@ __global__ void put_kernel(int form, bool get, char *dst, const char *src, size_
       if (threadIdx.x < 32) get ? tdistx_getmem_warp(dst, src, n, pe) : tdistx_putmem_warp(dst, src, n, pe);
       break;
     case kWarpNbi:
-      if (threadIdx.x < 32) get ? tdistx_getmem_nbi_warp(dst, src, n, pe) : tdistx_putmem_nbi_warp(dst, src, n, pe);
+      if (threadIdx.x < 32)
+        get ? tdistx_getmem_nbi_warp(dst, src, n, pe) : tdistx_putmem_nbi_warp(dst, src, n, pe);
       break;
     case kBlock: get ? tdistx_getmem_block(dst, src, n, pe) : tdistx_putmem_block(dst, src, n, pe); break;
-    case kBlockNbi: get ? tdistx_getmem_nbi_block(dst, src, n, pe) : tdistx_putmem_nbi_block(dst, src, n, pe); break;
+    case kBlockNbi:
+      get ? tdistx_getmem_nbi_block(dst, src, n, pe) : tdistx_putmem_nbi_block(dst, src, n, pe);
+      break;
     case kI64:
-      get ? tdist_getmem_i64(int64_t(dst), int64_t(src), n, pe) : tdist_putmem_i64(int64_t(dst), int64_t(src), n, pe);
+      get ? tdist_getmem_i64(int64_t(dst), int64_t(src), n, pe)
+          : tdist_putmem_i64(int64_t(dst), int64_t(src), n, pe);
       break;
   }
   tdist_quiet();
@@ -218,13 +222,13 @@ __host__ __device__ T typed_value(int pe, int k) {
   return T(pe * 7 + k + 1);
 }
 
-#define DEFINE_PG_KERNEL(name, T)                                                       \
-  __global__ void pg_kernel_##name(T *slot, T *got, int right, int left, int k) {       \
-    tdist_##name##_p(slot, typed_value<T>(tdist_my_pe(), k), right);                   \
-    tdist_quiet();                                                                      \
-    (void)left;                                                                         \
-    (void)got;                                                                          \
-  }                                                                                     \
+#define DEFINE_PG_KERNEL(name, T)                                                 \
+  __global__ void pg_kernel_##name(T *slot, T *got, int right, int left, int k) { \
+    tdist_##name##_p(slot, typed_value<T>(tdist_my_pe(), k), right);              \
+    tdist_quiet();                                                                \
+    (void)left;                                                                   \
+    (void)got;                                                                    \
+  }                                                                               \
   __global__ void g_kernel_##name(T *slot, T *got, int left) { *got = tdist_##name##_g(slot, left); }
 TDIST_FOR_EACH_RMA_TYPE(DEFINE_PG_KERNEL)
 #undef DEFINE_PG_KERNEL
@@ -236,24 +240,24 @@ TEST_F(Gpu, TypedPutGetEveryType) {
   ASSERT_TRUE(slot);
   const int right = (me() + 1) % npes(), left = (me() + npes() - 1) % npes();
   int k = 0;
-#define RUN_PG(name, T)                                                                          \
-  {                                                                                              \
-    SCOPED_TRACE(#name);                                                                         \
-    ++k;                                                                                         \
-    CK(cudaMemset(slot, 0xEE, 64));                                                              \
-    CK(cudaDeviceSynchronize());                                                                 \
-    TD(tdist_host_barrier_all());                                                                \
-    pg_kernel_##name<<<1, 1>>>(reinterpret_cast<T *>(slot), nullptr, right, left, k);            \
-    sync_and_check();                                                                            \
-    TD(tdist_host_barrier_all());                                                                \
-    T v;                                                                                         \
-    CK(cudaMemcpy(&v, slot, sizeof v, cudaMemcpyDeviceToHost));                                  \
-    EXPECT_TRUE(v == typed_value<T>(left, k)) << "p from PE " << left;                           \
-    g_kernel_##name<<<1, 1>>>(reinterpret_cast<T *>(slot), reinterpret_cast<T *>(got), right);   \
-    sync_and_check();                                                                            \
-    CK(cudaMemcpy(&v, got, sizeof v, cudaMemcpyDeviceToHost));                                   \
-    EXPECT_TRUE(v == typed_value<T>(me(), k)) << "g from PE " << right;                          \
-    TD(tdist_host_barrier_all());                                                                \
+#define RUN_PG(name, T)                                                                        \
+  {                                                                                            \
+    SCOPED_TRACE(#name);                                                                       \
+    ++k;                                                                                       \
+    CK(cudaMemset(slot, 0xEE, 64));                                                            \
+    CK(cudaDeviceSynchronize());                                                               \
+    TD(tdist_host_barrier_all());                                                              \
+    pg_kernel_##name<<<1, 1>>>(reinterpret_cast<T *>(slot), nullptr, right, left, k);          \
+    sync_and_check();                                                                          \
+    TD(tdist_host_barrier_all());                                                              \
+    T v;                                                                                       \
+    CK(cudaMemcpy(&v, slot, sizeof v, cudaMemcpyDeviceToHost));                                \
+    EXPECT_TRUE(v == typed_value<T>(left, k)) << "p from PE " << left;                         \
+    g_kernel_##name<<<1, 1>>>(reinterpret_cast<T *>(slot), reinterpret_cast<T *>(got), right); \
+    sync_and_check();                                                                          \
+    CK(cudaMemcpy(&v, got, sizeof v, cudaMemcpyDeviceToHost));                                 \
+    EXPECT_TRUE(v == typed_value<T>(me(), k)) << "g from PE " << right;                        \
+    TD(tdist_host_barrier_all());                                                              \
   }
   TDIST_FOR_EACH_RMA_TYPE(RUN_PG)
 #undef RUN_PG
@@ -287,8 +291,7 @@ __global__ void put_signal_ring(int form, uint64_t seed, char *bufs, char *src, 
     if (threadIdx.x == 0) tdist_signal_wait_until(sig, TDIST_CMP_GE, uint64_t(k));
     __syncthreads();
     unsigned long long bad = 0;
-    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
-      bad += uint8_t(d[i]) != gen(seed, left, i, 1000 + k);
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) bad += uint8_t(d[i]) != gen(seed, left, i, 1000 + k);
     if (bad) atomicAdd(errors, bad);
   }
 }
@@ -386,11 +389,11 @@ TEST_F(Gpu, WaitPredicatesAndTimeout) {
     int64_t v;
     bool holds;
   } cases[] = {
-      {0, 7, TDIST_CMP_EQ, 7, true},   {0, 7, TDIST_CMP_NE, 8, true},  {0, 7, TDIST_CMP_GT, 6, true},
-      {0, 7, TDIST_CMP_GE, 7, true},   {0, 7, TDIST_CMP_LT, 8, true},  {0, 7, TDIST_CMP_LE, 7, true},
-      {0, 7, TDIST_CMP_EQ, 8, false},  {0, 7, TDIST_CMP_GT, 7, false}, {0, 7, TDIST_CMP_LT, 7, false},
+      {0, 7, TDIST_CMP_EQ, 7, true},   {0, 7, TDIST_CMP_NE, 8, true},   {0, 7, TDIST_CMP_GT, 6, true},
+      {0, 7, TDIST_CMP_GE, 7, true},   {0, 7, TDIST_CMP_LT, 8, true},   {0, 7, TDIST_CMP_LE, 7, true},
+      {0, 7, TDIST_CMP_EQ, 8, false},  {0, 7, TDIST_CMP_GT, 7, false},  {0, 7, TDIST_CMP_LT, 7, false},
       {1, -5, TDIST_CMP_LT, 3, true},  {1, -5, TDIST_CMP_GT, 3, false}, {2, -5, TDIST_CMP_LT, 3, true},
-      {2, -9, TDIST_CMP_GE, -9, true}, {3, 5, TDIST_CMP_LE, 5, true},  {3, 5, TDIST_CMP_NE, 5, false},
+      {2, -9, TDIST_CMP_GE, -9, true}, {3, 5, TDIST_CMP_LE, 5, true},   {3, 5, TDIST_CMP_NE, 5, false},
   };
   const int64_t off = tdist_heap_offset(slot);
   for (const Case &c : cases) {
@@ -459,8 +462,7 @@ __global__ void slots_kernel(int variant, int32_t *s32, int64_t *s64, int32_t k)
   const int me = tdist_my_pe(), n = tdist_n_pes();
   if (variant == 0) {  // thread form
     if (threadIdx.x == 0) {
-      for (int pe = 0; pe < n; ++pe)
-        tdistx_notify_int32(s32 + me * 16, k, pe, TDIST_SIGNAL_SET);
+      for (int pe = 0; pe < n; ++pe) tdistx_notify_int32(s32 + me * 16, k, pe, TDIST_SIGNAL_SET);
       int32_t tok = tdistx_wait_int32(s32, n, k);
       tdistx_consume_token_ptr(s32, tok);
     }
@@ -493,7 +495,8 @@ TEST_F(Gpu, SlotWaitNotify) {
 // ---------------------------------------------------------------------------------------------
 // Device barrier under skew: G CTAs x R rounds; in each round every CTA sleeps a random time,
 // adds 1 to counter[round] on every PE, then barriers; after it counter[round] must be n*G.
-__global__ void barrier_skew_kernel(uint64_t seed, uint64_t *counters, int rounds, unsigned long long *errors) {
+__global__ void barrier_skew_kernel(uint64_t seed, uint64_t *counters, int rounds,
+                                    unsigned long long *errors) {
   const int me = tdist_my_pe(), n = tdist_n_pes();
   const uint64_t total = uint64_t(n) * gridDim.x;
   for (int r = 0; r < rounds; ++r) {
@@ -602,12 +605,14 @@ TEST_F(Gpu, FastStateMatchesHostTable) {
   EXPECT_EQ(f.my_pe, me());
   EXPECT_EQ(f.heap_base, uint64_t(uintptr_t(s->heap_base)));
   EXPECT_EQ(f.heap_size, s->heap_size);
-  for (int pe = 0; pe < npes(); ++pe) EXPECT_EQ(f.p2p_base[pe], uint64_t(uintptr_t(s->p2p_heap_base[pe]))) << pe;
+  for (int pe = 0; pe < npes(); ++pe)
+    EXPECT_EQ(f.p2p_base[pe], uint64_t(uintptr_t(s->p2p_heap_base[pe]))) << pe;
   // One reservation for all heaps: the stride form of the translation must be in use and agree
   // with the table for every PE (a stride that disagreed would send signals to the wrong heap).
   ASSERT_NE(f.p2p_stride, 0u) << "the heaps are not mapped at a uniform stride";
   EXPECT_GE(f.p2p_stride, f.heap_size);
-  for (int pe = 0; pe < npes(); ++pe) EXPECT_EQ(f.p2p_base[0] + uint64_t(pe) * f.p2p_stride, f.p2p_base[pe]) << pe;
+  for (int pe = 0; pe < npes(); ++pe)
+    EXPECT_EQ(f.p2p_base[0] + uint64_t(pe) * f.p2p_stride, f.p2p_base[pe]) << pe;
   EXPECT_EQ(tdist_cuda_fast_state(&f, sizeof f - 8), TDIST_ERR_INVALID_PARAM);
   EXPECT_EQ(tdist_cuda_fast_state(nullptr, sizeof f), TDIST_ERR_INVALID_PARAM);
 }
@@ -639,7 +644,8 @@ TEST_F(Gpu, StreamSignalPutWait) {
   TD(tdist_cuda_check_fault(s));
   uint64_t h[8];
   CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
-  for (int round = 1; round <= 5; ++round) EXPECT_EQ(h[round], uint64_t(1000 * round + left)) << "round " << round;
+  for (int round = 1; round <= 5; ++round)
+    EXPECT_EQ(h[round], uint64_t(1000 * round + left)) << "round " << round;
   EXPECT_EQ(tdist_cuda_signal_on_stream(slot, 1, TDIST_SIGNAL_ADD, right, s), TDIST_ERR_NOT_SUPPORTED);
   EXPECT_EQ(tdist_cuda_signal_on_stream(slot, 1, 7, right, s), TDIST_ERR_INVALID_PARAM);
   EXPECT_EQ(tdist_cuda_signal_on_stream(reinterpret_cast<char *>(slot) + 4, 1, TDIST_SIGNAL_SET, right, s),

@@ -122,11 +122,14 @@ void run_a2a_suite(kc::A2ADirection dir, std::initializer_list<kc::A2AVariant> v
 // One set of variant names (the algorithm's), the same as tdist_kernels.ops and tdist-bench; the
 // seed's engine names still parse.
 TEST(AllToAll, VariantNames) {
-  const std::pair<const char *, kc::A2AVariant> names[] = {
-      {"pipeline", kc::A2AVariant::pipeline}, {"bulk", kc::A2AVariant::bulk},
-      {"wait_notify", kc::A2AVariant::wait_notify}, {"direct", kc::A2AVariant::direct},
-      {"mte", kc::A2AVariant::pipeline}, {"udma", kc::A2AVariant::bulk},
-      {"udma_wait_notify", kc::A2AVariant::wait_notify}, {"wn", kc::A2AVariant::wait_notify}};
+  const std::pair<const char *, kc::A2AVariant> names[] = {{"pipeline", kc::A2AVariant::pipeline},
+                                                           {"bulk", kc::A2AVariant::bulk},
+                                                           {"wait_notify", kc::A2AVariant::wait_notify},
+                                                           {"direct", kc::A2AVariant::direct},
+                                                           {"mte", kc::A2AVariant::pipeline},
+                                                           {"udma", kc::A2AVariant::bulk},
+                                                           {"udma_wait_notify", kc::A2AVariant::wait_notify},
+                                                           {"wn", kc::A2AVariant::wait_notify}};
   for (const auto &[name, want] : names) {
     kc::A2AVariant got = kc::A2AVariant::direct;
     ASSERT_TRUE(kc::parse_a2a_variant(name, &got)) << name;
@@ -142,7 +145,7 @@ TEST(AllToAll, VariantNames) {
 
 TEST(ReverseAllToAll, SeedVariantsAndDirect) {
   run_a2a_suite(kc::A2ADirection::reverse, {kc::A2AVariant::pipeline, kc::A2AVariant::bulk,
-                                             kc::A2AVariant::wait_notify, kc::A2AVariant::direct});
+                                            kc::A2AVariant::wait_notify, kc::A2AVariant::direct});
 }
 
 // The direct variant has no host barrier: its output must stay intact until this PE's next run(),
@@ -185,9 +188,10 @@ TEST(ReverseAllToAll, DirectOutputSurvivesFasterPeers) {
     outs[call] = static_cast<unsigned char *>(a2a->output_buffer());
     ASSERT_EQ(a2a->run(in.data(), nullptr), TDIST_SUCCESS) << kc::last_error_message();
     ASSERT_EQ(a2a->last_output(), outs[call]);
-    if (call == 0 && me == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the others run on
-    EXPECT_TRUE(check_a2a(kc::A2ADirection::reverse, DType::f32, k, W, me, seeds[call], outs[call], W * k.H * k.D,
-                          k.D))
+    if (call == 0 && me == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the others run on
+    EXPECT_TRUE(check_a2a(kc::A2ADirection::reverse, DType::f32, k, W, me, seeds[call], outs[call],
+                          W * k.H * k.D, k.D))
         << "call " << call;
     tk::poison(outs[call], size_t(n) * 4);
   }
@@ -234,7 +238,8 @@ TEST(ReverseAllToAll, StridedInputAndOutput) {
     for (int64_t s = 0; s < k.S; ++s)
       for (int64_t hh = 0; hh < W * k.H; ++hh)
         for (int64_t d = k.D; d < out_h; ++d)
-          for (size_t b = 0; b < es; ++b) pad_touched += out[size_t(s * out_s + hh * out_h + d) * es + b] != 0xff;
+          for (size_t b = 0; b < es; ++b)
+            pad_touched += out[size_t(s * out_s + hh * out_h + d) * es + b] != 0xff;
     EXPECT_EQ(pad_touched, 0u) << "padding between output heads was written";
   }
 }
@@ -257,7 +262,8 @@ TEST(AllToAll, DispatchThenReverseIsIdentity) {
   tk::fill_random(cfg.dtype, x.data(), n, fresh_seed(), me);
   ASSERT_EQ(disp->run(x.data(), y.data()), TDIST_SUCCESS) << kc::last_error_message();
   ASSERT_EQ(comb->run(y.data(), z.data()), TDIST_SUCCESS) << kc::last_error_message();
-  EXPECT_EQ(std::memcmp(x.data(), z.data(), n * es), 0) << "reverse(dispatch(x)) != x on PE " << me << " of " << W;
+  EXPECT_EQ(std::memcmp(x.data(), z.data(), n * es), 0)
+      << "reverse(dispatch(x)) != x on PE " << me << " of " << W;
 }
 
 TEST(AllToAll, RejectsInvalidConfigs) {
@@ -268,7 +274,8 @@ TEST(AllToAll, RejectsInvalidConfigs) {
   cfg.D = 4;
   cfg.grid = 3;
   EXPECT_EQ(kc::AllToAll::create(cfg, &a2a), TDIST_ERR_INVALID_PARAM);
-  EXPECT_NE(std::string(kc::last_error_message()).find("grid"), std::string::npos) << kc::last_error_message();
+  EXPECT_NE(std::string(kc::last_error_message()).find("grid"), std::string::npos)
+      << kc::last_error_message();
   cfg.grid = 2;
   cfg.variant = kc::A2AVariant::bulk;
   cfg.buffer_num = 1;
@@ -284,7 +291,8 @@ TEST(AllToAll, RejectsInvalidConfigs) {
 TEST(AllReduce, AllAlgorithmsDtypesSizes) {
   const int W = tdist_n_pes(), me = tdist_my_pe();
   const int64_t sizes[] = {1, 3, 37, 1000, 4099};
-  for (kc::AllReduceAlgo algo : {kc::AllReduceAlgo::one_shot, kc::AllReduceAlgo::two_shot, kc::AllReduceAlgo::ring})
+  for (kc::AllReduceAlgo algo :
+       {kc::AllReduceAlgo::one_shot, kc::AllReduceAlgo::two_shot, kc::AllReduceAlgo::ring})
     for (DType t : kDtypes) {
       SCOPED_TRACE(std::string(kc::allreduce_algo_name(algo)) + " " + tk::dtype_name(t));
       kc::AllReduceConfig cfg;
@@ -300,7 +308,8 @@ TEST(AllReduce, AllAlgorithmsDtypesSizes) {
         std::vector<unsigned char> in(size_t(n) * es), out = poisoned(size_t(n) * es);
         tk::fill_random(t, in.data(), size_t(n), seed, me);
         const bool in_place = n == 37;
-        ASSERT_EQ(ar->run(in.data(), in_place ? in.data() : out.data(), n), TDIST_SUCCESS) << kc::last_error_message();
+        ASSERT_EQ(ar->run(in.data(), in_place ? in.data() : out.data(), n), TDIST_SUCCESS)
+            << kc::last_error_message();
         const unsigned char *res = in_place ? in.data() : out.data();
         int64_t bad = 0, first = -1;
         double first_got = 0, first_ref = 0;
@@ -336,7 +345,8 @@ struct GemmCase {
   int64_t m, n, k, block_m;
   const char *what;
 };
-constexpr GemmCase kGemmCases[] = {{8, 16, 16, 4, "aligned"}, {5, 7, 9, 2, "unaligned"}, {3, 5, 4, 0, "default tiling"}};
+constexpr GemmCase kGemmCases[] = {
+    {8, 16, 16, 4, "aligned"}, {5, 7, 9, 2, "unaligned"}, {3, 5, 4, 0, "default tiling"}};
 
 TEST(AgGemm, AllDtypesShapes) {
   const int W = tdist_n_pes(), me = tdist_my_pe();
@@ -376,8 +386,8 @@ TEST(AgGemm, AllDtypesShapes) {
             }
             const double got = tk::load_as_double(t, c.data(), size_t((src * g.m + i) * g.n + j));
             if (!(std::fabs(got - ref) <= gemm_tol(t, g.k, sumabs, ref)) && !bad++)
-              first = "C[" + std::to_string(src * g.m + i) + "," + std::to_string(j) + "] = " + std::to_string(got) +
-                      ", expected " + std::to_string(ref);
+              first = "C[" + std::to_string(src * g.m + i) + "," + std::to_string(j) +
+                      "] = " + std::to_string(got) + ", expected " + std::to_string(ref);
           }
       EXPECT_EQ(bad, 0) << first;
     }
@@ -421,8 +431,8 @@ TEST(GemmRs, AllDtypesShapes) {
             }
           const double got = tk::load_as_double(t, c.data(), size_t(i * g.n + j));
           if (!(std::fabs(got - ref) <= gemm_tol(t, W * g.k, sumabs, ref)) && !bad++)
-            first = "C[" + std::to_string(i) + "," + std::to_string(j) + "] = " + std::to_string(got) + ", expected " +
-                    std::to_string(ref);
+            first = "C[" + std::to_string(i) + "," + std::to_string(j) + "] = " + std::to_string(got) +
+                    ", expected " + std::to_string(ref);
         }
       EXPECT_EQ(bad, 0) << first;
     }
@@ -443,12 +453,12 @@ TEST(Dtype, HalfConversionsRoundTripAndRound) {
       ASSERT_EQ(tk::f32_to_bf16(g), x) << "bf16 round trip of 0x" << std::hex << h;
     }
   }
-  EXPECT_EQ(tk::f32_to_f16(1.0f + 0x1p-11f), tk::f32_to_f16(1.0f));            // tie -> even
-  EXPECT_EQ(tk::f32_to_f16(1.0f + 3 * 0x1p-11f), uint16_t(0x3c02));            // tie -> even (up)
-  EXPECT_EQ(tk::f32_to_f16(65520.0f), uint16_t(0x7c00));                       // overflow -> Inf
-  EXPECT_EQ(tk::f32_to_f16(0x1p-25f), uint16_t(0));                            // tie -> even (0)
-  EXPECT_EQ(tk::f32_to_f16(0x1.8p-25f), uint16_t(1));                          // smallest subnormal
-  EXPECT_EQ(tk::f32_to_bf16(1.0f + 0x1p-8f), tk::f32_to_bf16(1.0f));           // tie -> even
+  EXPECT_EQ(tk::f32_to_f16(1.0f + 0x1p-11f), tk::f32_to_f16(1.0f));   // tie -> even
+  EXPECT_EQ(tk::f32_to_f16(1.0f + 3 * 0x1p-11f), uint16_t(0x3c02));   // tie -> even (up)
+  EXPECT_EQ(tk::f32_to_f16(65520.0f), uint16_t(0x7c00));              // overflow -> Inf
+  EXPECT_EQ(tk::f32_to_f16(0x1p-25f), uint16_t(0));                   // tie -> even (0)
+  EXPECT_EQ(tk::f32_to_f16(0x1.8p-25f), uint16_t(1));                 // smallest subnormal
+  EXPECT_EQ(tk::f32_to_bf16(1.0f + 0x1p-8f), tk::f32_to_bf16(1.0f));  // tie -> even
 }
 
 }  // namespace

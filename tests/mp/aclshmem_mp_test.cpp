@@ -47,8 +47,8 @@ struct KernelErrors {
   ::testing::AssertionResult ok() {
     if (count.load() == 0) return ::testing::AssertionSuccess();
     std::lock_guard<std::mutex> g(mu);
-    return ::testing::AssertionFailure() << count.load() << " kernel check(s) failed on PE " << me()
-                                         << ", first: " << first;
+    return ::testing::AssertionFailure()
+           << count.load() << " kernel check(s) failed on PE " << me() << ", first: " << first;
   }
 };
 
@@ -61,8 +61,8 @@ std::string fmt(const char *f, ...) {
   return buf;
 }
 
-#define KCHECK(errs, cond, ...)                                                          \
-  do {                                                                                   \
+#define KCHECK(errs, cond, ...)                                                                \
+  do {                                                                                         \
     if (!(cond)) (errs).add(fmt("%s:%d: %s: ", __FILE__, __LINE__, #cond) + fmt(__VA_ARGS__)); \
   } while (0)
 
@@ -90,8 +90,8 @@ Coord coord(void *p, KernelBase *k) {
   c.x = c.pid % c.gx;
   c.y = (c.pid / c.gx) % c.gy;
   c.z = c.pid / (c.gx * c.gy);
-  KCHECK(k->errs, tdistx_num_programs(0) == c.n, "num_programs %d, grid %d x %d x %d",
-         tdistx_num_programs(0), c.gx, c.gy, c.gz);
+  KCHECK(k->errs, tdistx_num_programs(0) == c.n, "num_programs %d, grid %d x %d x %d", tdistx_num_programs(0),
+         c.gx, c.gy, c.gz);
   KCHECK(k->errs, c.z < c.gz, "pid %d: z %d", c.pid, c.z);
   if (c.pid >= 0 && c.pid < int(k->visits.size())) k->visits[c.pid].fetch_add(1);
   return c;
@@ -125,11 +125,11 @@ std::mt19937_64 &rng() {
 
 struct RingCtx : KernelBase {
   using KernelBase::KernelBase;
-  float *data;       // symmetric: [programs][n] floats, written by the left PE
-  int32_t *sig32;    // symmetric: one int32 slot per program (64 B apart), then an ADD counter
-  int64_t n;         // floats per program
-  int32_t epoch;     // this repetition's SET value
-  int32_t count;     // the counter's value once every program of the left PE added 1
+  float *data;     // symmetric: [programs][n] floats, written by the left PE
+  int32_t *sig32;  // symmetric: one int32 slot per program (64 B apart), then an ADD counter
+  int64_t n;       // floats per program
+  int32_t epoch;   // this repetition's SET value
+  int32_t count;   // the counter's value once every program of the left PE added 1
   uint64_t salt;
 };
 
@@ -163,15 +163,16 @@ void ring_kernel(void *p) {
   for (int64_t i = 0; i < k->n; ++i) {
     float want = ring_value(left(), q * k->n + i, k->salt);
     if (d[q * k->n + i] != want) {
-      k->errs.add(fmt("program (%d, %d): chunk %d element %lld = %g, expected %g from PE %d", c.x, c.y,
-                      q, (long long)i, double(d[q * k->n + i]), double(want), left()));
+      k->errs.add(fmt("program (%d, %d): chunk %d element %lld = %g, expected %g from PE %d", c.x, c.y, q,
+                      (long long)i, double(d[q * k->n + i]), double(want), left()));
       break;
     }
   }
   // ADD: the counter reaches one per program of the left PE and repetition.
   _mlir_ciface_aclshmemx_signal_op(I(k->sig32 + c.n * 16), 1, TDIST_SIGNAL_ADD, right());
   _mlir_ciface_aclshmem_wait_int32(I(k->sig32 + c.n * 16), 1, k->count);
-  KCHECK(k->errs, k->sig32[c.n * 16] == k->count, "ADD counter %d, expected %d", k->sig32[c.n * 16], k->count);
+  KCHECK(k->errs, k->sig32[c.n * 16] == k->count, "ADD counter %d, expected %d", k->sig32[c.n * 16],
+         k->count);
 }
 
 TEST(Aclshmem, RingPutThroughPtrAndI32Signals) {
@@ -202,15 +203,15 @@ TEST(Aclshmem, RingPutThroughPtrAndI32Signals) {
 
 struct Sig64Ctx : KernelBase {
   using KernelBase::KernelBase;
-  int64_t *s64;      // symmetric, one slot per program
-  uint64_t *u64;     // symmetric, one slot per program
-  uint64_t *psig;    // symmetric, putmem_signal's slot per program
-  uint8_t *inbox;    // symmetric, [programs][m] bytes from the left PE
-  uint8_t *src;      // local, [programs][m] bytes this PE sends
+  int64_t *s64;    // symmetric, one slot per program
+  uint64_t *u64;   // symmetric, one slot per program
+  uint64_t *psig;  // symmetric, putmem_signal's slot per program
+  uint8_t *inbox;  // symmetric, [programs][m] bytes from the left PE
+  uint8_t *src;    // local, [programs][m] bytes this PE sends
   int64_t m;
-  int64_t v;         // int64_p value (negative)
-  uint64_t u;        // uint64_p value (high bit set)
-  uint64_t sig_k;    // putmem_signal's slots reach (rep + 1) * sig_k: SET writes it, ADD adds sig_k
+  int64_t v;       // int64_p value (negative)
+  uint64_t u;      // uint64_p value (high bit set)
+  uint64_t sig_k;  // putmem_signal's slots reach (rep + 1) * sig_k: SET writes it, ADD adds sig_k
   int rep;
   uint64_t salt;
 };
@@ -226,9 +227,8 @@ void sig64_kernel(void *p) {
     _mlir_ciface_aclshmem_putmem_signal(I(k->inbox + off), I(k->src + off), k->m, I(k->psig + c.pid * 8),
                                         int64_t(target), TDIST_SIGNAL_SET, right());
   else  // non-blocking form, ADD
-    _mlir_ciface_aclshmem_putmem_signal_nbi(I(k->inbox + off), I(k->src + off), k->m,
-                                            I(k->psig + c.pid * 8), int64_t(k->sig_k), TDIST_SIGNAL_ADD,
-                                            right());
+    _mlir_ciface_aclshmem_putmem_signal_nbi(I(k->inbox + off), I(k->src + off), k->m, I(k->psig + c.pid * 8),
+                                            int64_t(k->sig_k), TDIST_SIGNAL_ADD, right());
   _mlir_ciface_aclshmem_quiet();
   int32_t tok = _mlir_ciface_aclshmem_wait_int64(I(k->s64), c.n, k->v);
   tok |= _mlir_ciface_aclshmem_wait_uint64(I(k->u64), c.n, k->u);
@@ -236,7 +236,8 @@ void sig64_kernel(void *p) {
   KCHECK(k->errs, tok == 0, "token %d", tok);
   // signal_wait_until compares as int64: v is negative, so LE v holds only for v itself.
   int64_t seen = _mlir_ciface_aclshmem_signal_wait_until(I(k->s64 + c.pid * 8), TDIST_CMP_LE, k->v);
-  KCHECK(k->errs, seen == k->v, "signal_wait_until(LE) saw %lld, expected %lld", (long long)seen, (long long)k->v);
+  KCHECK(k->errs, seen == k->v, "signal_wait_until(LE) saw %lld, expected %lld", (long long)seen,
+         (long long)k->v);
   seen = _mlir_ciface_aclshmem_signal_wait_until(I(k->psig + c.pid * 8), TDIST_CMP_GE, int64_t(target));
   KCHECK(k->errs, seen == int64_t(target), "signal_wait_until(GE) saw %lld", (long long)seen);
   // After the waits every slot holds exactly what the left PE sent.
@@ -321,21 +322,26 @@ void rma_kernel(void *p) {
   const int64_t off = c.pid * k->m;
   const int32_t q = (c.pid + 1) % c.n;
   // phase 1: push my chunk to the right PE, barrier, check what the left PE pushed
-  if (c.pid % 2 == 0) _mlir_ciface_aclshmem_putmem(I(k->inbox + off), I(k->outbox + off), k->m, right());
-  else _mlir_ciface_aclshmem_putmem_nbi(I(k->inbox + off), I(k->outbox + off), k->m, right());
+  if (c.pid % 2 == 0)
+    _mlir_ciface_aclshmem_putmem(I(k->inbox + off), I(k->outbox + off), k->m, right());
+  else
+    _mlir_ciface_aclshmem_putmem_nbi(I(k->inbox + off), I(k->outbox + off), k->m, right());
   _mlir_ciface_aclshmem_quiet();
   _mlir_ciface_aclshmem_barrier_all();
   bytes_match(k->errs, "putmem then barrier_all", k->inbox + q * k->m, left(), size_t(q * k->m), k->m,
               k->salt1);
   // pull the left PE's chunk back out of its outbox
   std::vector<uint8_t> got(size_t(k->m));
-  if (c.pid % 2 == 0) _mlir_ciface_aclshmem_getmem(I(got.data()), I(k->outbox + q * k->m), k->m, left());
-  else _mlir_ciface_aclshmem_getmem_nbi(I(got.data()), I(k->outbox + q * k->m), k->m, left());
+  if (c.pid % 2 == 0)
+    _mlir_ciface_aclshmem_getmem(I(got.data()), I(k->outbox + q * k->m), k->m, left());
+  else
+    _mlir_ciface_aclshmem_getmem_nbi(I(got.data()), I(k->outbox + q * k->m), k->m, left());
   _mlir_ciface_aclshmem_quiet();
   bytes_match(k->errs, "getmem", got.data(), left(), size_t(q * k->m), k->m, k->salt1);
   _mlir_ciface_aclshmem_barrier_all();  // every PE has read phase 1 before anyone overwrites it
   // phase 2: every program rewrites its outbox chunk and pushes it; barrier_all_vec orders the read
-  for (int64_t i = 0; i < k->m; ++i) k->outbox[off + i] = tdist_test::pattern(me(), size_t(off + i), k->salt2);
+  for (int64_t i = 0; i < k->m; ++i)
+    k->outbox[off + i] = tdist_test::pattern(me(), size_t(off + i), k->salt2);
   _mlir_ciface_aclshmem_putmem(I(k->inbox + off), I(k->outbox + off), k->m, right());
   _mlir_ciface_aclshmem_fence();
   _mlir_ciface_aclshmemx_barrier_all_vec();
@@ -379,10 +385,10 @@ void variants_kernel(void *p) {
   char *a = k->sym + 64 * c.pid;
   const int32_t tok = int32_t(c.pid);
   for (int pe = 0; pe < npes(); ++pe) {
-#define TDIST_ASCEND_PTR_TYPE(tname)                                                               \
-  KCHECK(k->errs, _mlir_ciface_aclshmem_ptr_##tname(I(a), pe) == I(tdist_ptr(a, pe)),               \
-         "aclshmem_ptr_" #tname " to PE %d", pe);                                                   \
-  KCHECK(k->errs, _mlir_ciface_aclshmem_consume_token_##tname##_ptr(I(a) + pe, tok) == I(a) + pe,   \
+#define TDIST_ASCEND_PTR_TYPE(tname)                                                              \
+  KCHECK(k->errs, _mlir_ciface_aclshmem_ptr_##tname(I(a), pe) == I(tdist_ptr(a, pe)),             \
+         "aclshmem_ptr_" #tname " to PE %d", pe);                                                 \
+  KCHECK(k->errs, _mlir_ciface_aclshmem_consume_token_##tname##_ptr(I(a) + pe, tok) == I(a) + pe, \
          "aclshmem_consume_token_" #tname "_ptr");
 #include "Ascend/symbols.def"
   }
@@ -406,10 +412,10 @@ TEST(Aclshmem, EveryPtrAndConsumeTokenVariant) {
 struct EventsCtx : KernelBase {
   using KernelBase::KernelBase;
   int rounds;
-  int32_t ev_base;     // producer column x uses event (ev_base + x) % 16
-  int32_t ev_barrier;  // sync_block_all's event
-  std::vector<int64_t> box;       // [gx][rounds], producer (x, 0) -> consumer (x, 1)
-  std::vector<int64_t> board;     // [programs], sync_block_all phases
+  int32_t ev_base;             // producer column x uses event (ev_base + x) % 16
+  int32_t ev_barrier;          // sync_block_all's event
+  std::vector<int64_t> box;    // [gx][rounds], producer (x, 0) -> consumer (x, 1)
+  std::vector<int64_t> board;  // [programs], sync_block_all phases
   uint64_t salt;
 };
 
@@ -429,8 +435,9 @@ void events_kernel(void *p) {
     for (int r = 0; r < k->rounds; ++r) {
       tdist_cpu_sync_block_wait(ev);
       int64_t got = k->box[c.x * k->rounds + r];
-      KCHECK(k->errs, got == ev_value(c.x, r, k->salt), "consumer %d round %d (event %d): %lld, expected %lld",
-             c.x, r, ev, (long long)got, (long long)ev_value(c.x, r, k->salt));
+      KCHECK(k->errs, got == ev_value(c.x, r, k->salt),
+             "consumer %d round %d (event %d): %lld, expected %lld", c.x, r, ev, (long long)got,
+             (long long)ev_value(c.x, r, k->salt));
     }
   }
   // sync_block_all: a reusable barrier over all programs; each phase reads a neighbour's write
@@ -534,17 +541,19 @@ TEST(AclshmemFaults, WaitThatNeverCompletesNamesTheSlot) {
   EXPECT_EQ(rc, TDIST_ERR_TIMEOUT);
   std::string msg = tdist_last_error_message();
   const int64_t slot_off = tdist_heap_offset(k.slots) + 64 * missing;
-  EXPECT_TRUE(contains(msg, "heap offset " + std::to_string(slot_off) + ":")) << msg << " (slot " << missing << ")";
+  EXPECT_TRUE(contains(msg, "heap offset " + std::to_string(slot_off) + ":"))
+      << msg << " (slot " << missing << ")";
   EXPECT_TRUE(contains(msg, "expected " + std::to_string(k.value))) << msg;
   EXPECT_TRUE(contains(msg, "saw 0")) << msg;
   EXPECT_LT(secs, 10.0) << "the wait bound (--wait-timeout-ms) was not applied";
   // reported and cleared: the next launch runs, and completes once the slot is set
   k.slots[missing * 16] = k.value;
-  EXPECT_EQ(launch(grid, k, [](void *p) {
-              auto *c = ctx_of<WaitCtx>(p);
-              coord(p, c);
-              _mlir_ciface_aclshmem_wait_int32(I(c->slots), c->n, c->value);
-            }),
+  EXPECT_EQ(launch(grid, k,
+                   [](void *p) {
+                     auto *c = ctx_of<WaitCtx>(p);
+                     coord(p, c);
+                     _mlir_ciface_aclshmem_wait_int32(I(c->slots), c->n, c->value);
+                   }),
             TDIST_SUCCESS)
       << tdist_last_error_message();
   tdist_free(k.slots);
@@ -594,7 +603,8 @@ TEST(AclshmemFaults, BadEventIdAndOutsideALaunch) {
   }
   tdist_cpu_sync_block_wait(3);  // not in a kernel: an error, not a hang
   EXPECT_EQ(tdist_last_error(), TDIST_ERR_INVALID_PARAM);
-  EXPECT_TRUE(contains(tdist_last_error_message(), "outside a tdist_cpu_launch kernel")) << tdist_last_error_message();
+  EXPECT_TRUE(contains(tdist_last_error_message(), "outside a tdist_cpu_launch kernel"))
+      << tdist_last_error_message();
 }
 
 TEST(AclshmemFaults, BadAddressGetsTheAbiError) {
@@ -637,7 +647,8 @@ class Environment : public tdist_test::MpEnvironment {
  public:
   void SetUp() override {
     tdist_init_attr_t a = tdist_test::default_attr();
-    if (const char *e = std::getenv("TDIST_WAIT_TIMEOUT_MS")) a.option_attr.wait_timeout_ms = std::strtoull(e, nullptr, 10);
+    if (const char *e = std::getenv("TDIST_WAIT_TIMEOUT_MS"))
+      a.option_attr.wait_timeout_ms = std::strtoull(e, nullptr, 10);
     int rc = tdist_init_from_env(&a);
     ASSERT_EQ(rc, TDIST_SUCCESS) << tdist_last_error_message();
   }

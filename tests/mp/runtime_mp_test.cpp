@@ -76,7 +76,8 @@ TEST(Runtime, PutGetEveryPeer) {
   tdist_quiet();
   ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
   for (int pe = 0; pe < npes(); ++pe)
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(dst[pe * n + i], pattern(pe, i)) << "from PE " << pe << " byte " << i;
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(dst[pe * n + i], pattern(pe, i)) << "from PE " << pe << " byte " << i;
   // get every peer's src
   std::vector<uint8_t> got(n, 0x5A);
   for (int pe = 0; pe < npes(); ++pe) {
@@ -139,7 +140,8 @@ TEST(Runtime, PutmemSignalOrdersDataBeforeSignal) {
     ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
     tdist_putmem_signal(buf, src.data(), n, sig, uint64_t(round), TDIST_SIGNAL_SET, next);
     tdist_signal_wait_until(sig, TDIST_CMP_EQ, uint64_t(round));
-    for (size_t i = 0; i < n; i += 61) ASSERT_EQ(buf[i], pattern(prev, i, uint64_t(round))) << "round " << round;
+    for (size_t i = 0; i < n; i += 61)
+      ASSERT_EQ(buf[i], pattern(prev, i, uint64_t(round))) << "round " << round;
     ASSERT_EQ(buf[n - 1], pattern(prev, n - 1, uint64_t(round)));
   }
   ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
@@ -158,13 +160,16 @@ TEST(Runtime, WaitOverStridedSlotsInKernel) {
   auto *slots = static_cast<int64_t *>(tdist_calloc(grid * 8, sizeof(int64_t)));
   SlotArgs args{slots, grid};
   ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
-  int rc = tdist_cpu_launch(grid, [](void *p) {
-    auto *a = static_cast<SlotArgs *>(p);
-    int pid = tdistx_program_id(0);
-    int next = (tdist_my_pe() + 1) % tdist_n_pes();
-    tdistx_notify_int64(a->slots + pid * 8, 7, next, TDIST_SIGNAL_SET);
-    if (pid == 0) tdistx_wait_int64(a->slots, a->n, 7);  // all programs' slots, strided
-  }, &args);
+  int rc = tdist_cpu_launch(
+      grid,
+      [](void *p) {
+        auto *a = static_cast<SlotArgs *>(p);
+        int pid = tdistx_program_id(0);
+        int next = (tdist_my_pe() + 1) % tdist_n_pes();
+        tdistx_notify_int64(a->slots + pid * 8, 7, next, TDIST_SIGNAL_SET);
+        if (pid == 0) tdistx_wait_int64(a->slots, a->n, 7);  // all programs' slots, strided
+      },
+      &args);
   ASSERT_EQ(rc, TDIST_SUCCESS) << tdist_last_error_message();
   for (int i = 0; i < grid; ++i) EXPECT_EQ(slots[i * 8], 7);
   ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
@@ -186,20 +191,23 @@ TEST(Runtime, DeviceBarrierUnderSkew) {
   std::atomic<int> errors{0};
   BarrierArgs args{counters, rounds, &errors};
   ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
-  int rc = tdist_cpu_launch(grid, [](void *p) {
-    auto *a = static_cast<BarrierArgs *>(p);
-    int pid = tdistx_program_id(0), n = tdist_n_pes(), my = tdist_my_pe();
-    std::mt19937 rng(unsigned(my * 131 + pid));
-    for (int r = 1; r <= a->rounds; ++r) {
-      if (pid == 0)
-        for (int pe = 0; pe < n; ++pe) tdistx_notify_int64(a->counters + my * 8, r, pe, TDIST_SIGNAL_SET);
-      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 500));
-      tdist_barrier_all();
-      for (int pe = 0; pe < n; ++pe)
-        if (std::atomic_ref<int64_t>(a->counters[pe * 8]).load() < r) a->errors->fetch_add(1);
-      tdist_barrier_all();
-    }
-  }, &args);
+  int rc = tdist_cpu_launch(
+      grid,
+      [](void *p) {
+        auto *a = static_cast<BarrierArgs *>(p);
+        int pid = tdistx_program_id(0), n = tdist_n_pes(), my = tdist_my_pe();
+        std::mt19937 rng(unsigned(my * 131 + pid));
+        for (int r = 1; r <= a->rounds; ++r) {
+          if (pid == 0)
+            for (int pe = 0; pe < n; ++pe) tdistx_notify_int64(a->counters + my * 8, r, pe, TDIST_SIGNAL_SET);
+          std::this_thread::sleep_for(std::chrono::microseconds(rng() % 500));
+          tdist_barrier_all();
+          for (int pe = 0; pe < n; ++pe)
+            if (std::atomic_ref<int64_t>(a->counters[pe * 8]).load() < r) a->errors->fetch_add(1);
+          tdist_barrier_all();
+        }
+      },
+      &args);
   ASSERT_EQ(rc, TDIST_SUCCESS) << tdist_last_error_message();
   EXPECT_EQ(errors.load(), 0);
   ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
@@ -234,25 +242,28 @@ TEST(Runtime, ProducerConsumerAcrossPrograms) {
   std::vector<uint8_t> out(chunks * chunk, 0xEE);
   Args a{buf, sig, out.data(), chunks, chunk};
   ASSERT_EQ(tdist_host_barrier_all(), TDIST_SUCCESS);
-  int rc = tdist_cpu_launch(2, [](void *p) {
-    auto *a = static_cast<Args *>(p);
-    int next = (tdist_my_pe() + 1) % tdist_n_pes();
-    if (tdistx_program_id(0) == 0) {
-      std::vector<uint8_t> src(a->chunk);
-      for (int c = 0; c < a->chunks; ++c) {
-        for (size_t i = 0; i < a->chunk; ++i) src[i] = pattern(tdist_my_pe(), c * a->chunk + i);
-        tdist_putmem(a->buf + c * a->chunk, src.data(), a->chunk, next);
-        tdist_fence();
-        tdistx_notify_int64(a->sig + c * 8, 1, next, TDIST_SIGNAL_SET);
-      }
-    } else {
-      for (int c = a->chunks - 1; c >= 0; --c) {  // consume in reverse: waits really block
-        int32_t tok = tdistx_wait_int64(a->sig + c * 8, 1, 1);
-        auto *data = static_cast<uint8_t *>(tdistx_consume_token_ptr(a->buf, tok));
-        std::memcpy(a->out + c * a->chunk, data + c * a->chunk, a->chunk);
-      }
-    }
-  }, &a);
+  int rc = tdist_cpu_launch(
+      2,
+      [](void *p) {
+        auto *a = static_cast<Args *>(p);
+        int next = (tdist_my_pe() + 1) % tdist_n_pes();
+        if (tdistx_program_id(0) == 0) {
+          std::vector<uint8_t> src(a->chunk);
+          for (int c = 0; c < a->chunks; ++c) {
+            for (size_t i = 0; i < a->chunk; ++i) src[i] = pattern(tdist_my_pe(), c * a->chunk + i);
+            tdist_putmem(a->buf + c * a->chunk, src.data(), a->chunk, next);
+            tdist_fence();
+            tdistx_notify_int64(a->sig + c * 8, 1, next, TDIST_SIGNAL_SET);
+          }
+        } else {
+          for (int c = a->chunks - 1; c >= 0; --c) {  // consume in reverse: waits really block
+            int32_t tok = tdistx_wait_int64(a->sig + c * 8, 1, 1);
+            auto *data = static_cast<uint8_t *>(tdistx_consume_token_ptr(a->buf, tok));
+            std::memcpy(a->out + c * a->chunk, data + c * a->chunk, a->chunk);
+          }
+        }
+      },
+      &a);
   ASSERT_EQ(rc, TDIST_SUCCESS) << tdist_last_error_message();
   int prev = (me() + npes() - 1) % npes();
   for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], pattern(prev, i)) << "byte " << i;
@@ -277,14 +288,20 @@ TEST(Runtime, LaunchesRunEveryProgramExactlyOnce) {
   for (int it = 0; it < 300; ++it) {
     int grid = 1 + int(rng() % 6);
     for (auto &r : runs) r.store(0);
-    int rc = tdist_cpu_launch(grid, [](void *p) {
-      auto *x = static_cast<PoolArgs *>(p);
-      int pid = tdistx_program_id(0);
-      if (pid < 0 || pid >= tdistx_num_programs(0)) x->bad->fetch_add(1);
-      else x->runs[pid].fetch_add(1);
-    }, &a);
+    int rc = tdist_cpu_launch(
+        grid,
+        [](void *p) {
+          auto *x = static_cast<PoolArgs *>(p);
+          int pid = tdistx_program_id(0);
+          if (pid < 0 || pid >= tdistx_num_programs(0))
+            x->bad->fetch_add(1);
+          else
+            x->runs[pid].fetch_add(1);
+        },
+        &a);
     ASSERT_EQ(rc, TDIST_SUCCESS) << tdist_last_error_message();
-    for (int p = 0; p < 64; ++p) ASSERT_EQ(runs[p].load(), p < grid ? 1 : 0) << "launch " << it << " grid " << grid << " program " << p;
+    for (int p = 0; p < 64; ++p)
+      ASSERT_EQ(runs[p].load(), p < grid ? 1 : 0) << "launch " << it << " grid " << grid << " program " << p;
   }
   EXPECT_EQ(bad.load(), 0);
 }
@@ -380,7 +397,8 @@ TEST(BadInput, BroadcastMismatchFailsEverywhere) {
   int64_t v = 100 + me();
   // PE 1 names itself the root, the others PE 0.
   EXPECT_EQ(tdist_ctrl_broadcast(&v, sizeof v, me() == 1 ? 1 : 0), TDIST_ERR_COLLECTIVE_MISMATCH);
-  EXPECT_NE(std::string(tdist_last_error_message()).find("root"), std::string::npos) << tdist_last_error_message();
+  EXPECT_NE(std::string(tdist_last_error_message()).find("root"), std::string::npos)
+      << tdist_last_error_message();
   EXPECT_EQ(v, 100 + me());
   // The last PE expects half the bytes.
   EXPECT_EQ(tdist_ctrl_broadcast(&v, me() == npes() - 1 ? 4 : 8, 0), TDIST_ERR_COLLECTIVE_MISMATCH);
@@ -450,7 +468,8 @@ TEST(BadInput, WaitTimesOutWithDiagnostic) {
   uint64_t saved = s->wait_timeout_ns;
   s->wait_timeout_ns = 200'000'000;
   auto t0 = std::chrono::steady_clock::now();
-  int rc = tdist_cpu_launch(2, [](void *p) { tdistx_wait_int64(static_cast<int64_t *>(p) + 8 * 0, 1, 42); }, slot);
+  int rc =
+      tdist_cpu_launch(2, [](void *p) { tdistx_wait_int64(static_cast<int64_t *>(p) + 8 * 0, 1, 42); }, slot);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s->wait_timeout_ns = saved;
   EXPECT_EQ(rc, TDIST_ERR_TIMEOUT);

@@ -29,7 +29,9 @@ class OnePe : public ::testing::Test {
     a.option_attr.wait_timeout_ms = 0;  // unbounded: a bad wait must return by validation alone
     ASSERT_EQ(tdist_init_with_uniqueid(&uid, 0, 1, &a), TDIST_SUCCESS) << tdist_last_error_message();
   }
-  static void TearDownTestSuite() { EXPECT_EQ(tdist_finalize(), TDIST_SUCCESS) << tdist_last_error_message(); }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(tdist_finalize(), TDIST_SUCCESS) << tdist_last_error_message();
+  }
   void SetUp() override { tdist_clear_error(); }
 
   static void expect_invalid(const char *needle) {
@@ -97,7 +99,11 @@ TEST_F(OnePe, BadWaitsReturnAtOnce) {
   static uint64_t word = 0;
   EXPECT_LT(seconds_of([] { tdist_signal_wait_until(&word, 42, 1); }), 1.0);
   expect_invalid("wait comparison 42");
-  EXPECT_LT(seconds_of([] { tdist_int64_wait_until(reinterpret_cast<int64_t *>(reinterpret_cast<char *>(&word) + 1), TDIST_CMP_EQ, 1); }), 1.0);
+  EXPECT_LT(seconds_of([] {
+              tdist_int64_wait_until(reinterpret_cast<int64_t *>(reinterpret_cast<char *>(&word) + 1),
+                                     TDIST_CMP_EQ, 1);
+            }),
+            1.0);
   expect_invalid("aligned");
 }
 
@@ -166,11 +172,13 @@ int init_one_pe(uint64_t wait_timeout_ms = TDIST_DEFAULT_WAIT_TIMEOUT_MS) {
 
 TEST(Environment, MalformedWaitTimeoutFailsInitNamingIt) {
   ASSERT_FALSE(tdist_initialized());
-  for (const char *bad : {"5s", "abc", "-1", "18446744073710", " 5", "+5", "1e3", "0x10", "99999999999999999999999"}) {
+  for (const char *bad :
+       {"5s", "abc", "-1", "18446744073710", " 5", "+5", "1e3", "0x10", "99999999999999999999999"}) {
     EnvVar e("TDIST_WAIT_TIMEOUT_MS", bad);
     tdist_init_attr_t a;
     EXPECT_EQ(tdist_init_attr_default(&a), TDIST_ERR_INVALID_PARAM) << bad;
-    EXPECT_EQ(a.option_attr.wait_timeout_ms, uint64_t(TDIST_DEFAULT_WAIT_TIMEOUT_MS)) << bad;  // never unbounded
+    EXPECT_EQ(a.option_attr.wait_timeout_ms, uint64_t(TDIST_DEFAULT_WAIT_TIMEOUT_MS))
+        << bad;                                                   // never unbounded
     EXPECT_EQ(init_one_pe(100), TDIST_ERR_INVALID_PARAM) << bad;  // explicit value: still refused
     std::string m = tdist_last_error_message();
     EXPECT_NE(m.find("TDIST_WAIT_TIMEOUT_MS"), std::string::npos) << m;

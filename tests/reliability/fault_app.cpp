@@ -104,7 +104,7 @@ int main() {
   g_point = pt;
   g_victim = vr ? std::atoi(vr) : -1;
   g_rank = std::atoi(rk);
-  static const std::set<std::string> points = {"bootstrap", "never_join", "malloc", "barrier",
+  static const std::set<std::string> points = {"bootstrap",   "never_join",     "malloc",    "barrier",
                                                "kernel_wait", "device_barrier", "host_wait", "none"};
   if (!points.count(g_point)) {
     std::fprintf(stderr, "fault_app: unknown TDIST_FAULT_POINT '%s'\n", pt);
@@ -123,8 +123,9 @@ int main() {
   // TDIST_FAULT_CONTROL_S = "join": the control timeout equals the join timeout, as the defaults
   // (120 s each) have it.
   const char *cs = std::getenv("TDIST_FAULT_CONTROL_S");
-  a.option_attr.control_timeout_s =
-      !cs ? 120 : std::strcmp(cs, "join") == 0 ? a.option_attr.shm_init_timeout_s : unsigned(std::atoi(cs));
+  a.option_attr.control_timeout_s = !cs                            ? 120
+                                    : std::strcmp(cs, "join") == 0 ? a.option_attr.shm_init_timeout_s
+                                                                   : unsigned(std::atoi(cs));
 
   auto t0 = std::chrono::steady_clock::now();
   int rc = tdist_init_from_env(&a);

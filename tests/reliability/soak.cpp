@@ -60,9 +60,9 @@ struct Round {
 };
 
 struct Bufs {
-  uint8_t *recv;    // [n][kMaxBlock] symmetric: block from PE src at src * kMaxBlock
-  uint8_t *send;    // [n][kMaxBlock] symmetric (getmem pulls from it): block for PE dst
-  uint64_t *sig;    // [n][kSlot] symmetric: signal from PE src
+  uint8_t *recv;  // [n][kMaxBlock] symmetric: block from PE src at src * kMaxBlock
+  uint8_t *send;  // [n][kMaxBlock] symmetric (getmem pulls from it): block for PE dst
+  uint64_t *sig;  // [n][kSlot] symmetric: signal from PE src
 };
 
 Round g_round;
@@ -111,7 +111,9 @@ int main() {
   if (const char *e = std::getenv("TDIST_TEST_SEED")) seed = std::strtoull(e, nullptr, 10);
   if (tdist_ctrl_broadcast(&seed, sizeof seed, 0)) return fail("broadcast");
   const double secs = std::getenv("TDIST_SOAK_SECONDS") ? std::atof(std::getenv("TDIST_SOAK_SECONDS")) : 45;
-  const uint64_t max_rounds = std::getenv("TDIST_SOAK_ROUNDS") ? std::strtoull(std::getenv("TDIST_SOAK_ROUNDS"), nullptr, 10) : UINT64_MAX;
+  const uint64_t max_rounds = std::getenv("TDIST_SOAK_ROUNDS")
+                                  ? std::strtoull(std::getenv("TDIST_SOAK_ROUNDS"), nullptr, 10)
+                                  : UINT64_MAX;
   if (g_me == 0) std::printf("soak: %d PEs, seed %llu, %.0f s\n", n, (unsigned long long)seed, secs);
 
   g_bufs.recv = static_cast<uint8_t *>(tdist_malloc(n * kMaxBlock));
@@ -137,7 +139,7 @@ int main() {
     r = Round{seed, round, n, maxes[h % 4], int((h >> 8) % 4), int((h >> 16) % 3), 1 + int((h >> 24) % 4)};
     fill_send(r);
     // Barrier: previous round verified and re-poisoned everywhere, send buffers filled.
-    int rc = r.barrier == 0 ? tdist_host_barrier_all()
+    int rc = r.barrier == 0   ? tdist_host_barrier_all()
              : r.barrier == 1 ? tdist_cpu_launch(r.grid, kernel_barrier, nullptr)
                               : tdist_ctrl_barrier();
     if (rc) return fail("barrier");
@@ -191,7 +193,8 @@ int main() {
             ++bad;
           }
       if (bad && mismatches < 10)
-        std::fprintf(stderr, "soak[pe %d]: round %llu path %d: %zu bad bytes from PE %d (size %zu), first at %zu\n",
+        std::fprintf(stderr,
+                     "soak[pe %d]: round %llu path %d: %zu bad bytes from PE %d (size %zu), first at %zu\n",
                      g_me, (unsigned long long)round, r.path, bad, src, sz, first);
       mismatches += bad;
       bytes += sz;
@@ -211,12 +214,13 @@ int main() {
   uint64_t total = 0;
   for (uint64_t m : all) total += m;
   if (g_me == 0)
-    std::printf("soak: %llu all-to-alls (paths host %llu / putmem_signal %llu / kernel %llu / pull %llu), "
-                "%llu barriers, %llu malloc/free, %.1f s, %.0f all-to-alls/s, %.1f MB checked on PE 0, "
-                "%llu mismatched bytes\n",
-                (unsigned long long)rounds, (unsigned long long)per_path[0], (unsigned long long)per_path[1],
-                (unsigned long long)per_path[2], (unsigned long long)per_path[3], (unsigned long long)barriers,
-                (unsigned long long)allocs, el, rounds / el, bytes / 1e6, (unsigned long long)total);
+    std::printf(
+        "soak: %llu all-to-alls (paths host %llu / putmem_signal %llu / kernel %llu / pull %llu), "
+        "%llu barriers, %llu malloc/free, %.1f s, %.0f all-to-alls/s, %.1f MB checked on PE 0, "
+        "%llu mismatched bytes\n",
+        (unsigned long long)rounds, (unsigned long long)per_path[0], (unsigned long long)per_path[1],
+        (unsigned long long)per_path[2], (unsigned long long)per_path[3], (unsigned long long)barriers,
+        (unsigned long long)allocs, el, rounds / el, bytes / 1e6, (unsigned long long)total);
   if (tdist_free(g_bufs.sig) || tdist_free(g_bufs.send) || tdist_free(g_bufs.recv)) return fail("free");
   if (tdist_finalize()) return fail("finalize");
   return total == 0 ? 0 : 1;

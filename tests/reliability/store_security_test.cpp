@@ -159,9 +159,12 @@ TEST(StoreTlsConfig, ParsesAndNamesBadKeys) {
   EXPECT_FALSE(c.verify_client);
   EXPECT_FALSE(c.verify_host);
   EXPECT_FALSE(parse_store_tls_info(false, "ca=/a").enable);
-  EXPECT_NE(error_of([] { parse_store_tls_info(true, "cafile=/x"); }).find("unknown key 'cafile'"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_store_tls_info(true, "verify_host=yes"); }).find("must be 0 or 1"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_store_tls_info(true, "justapath"); }).find("not key=value"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_store_tls_info(true, "cafile=/x"); }).find("unknown key 'cafile'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_store_tls_info(true, "verify_host=yes"); }).find("must be 0 or 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_store_tls_info(true, "justapath"); }).find("not key=value"),
+            std::string::npos);
 }
 
 TEST(StoreTlsConfig, CApiAndEnvironment) {
@@ -285,8 +288,9 @@ TEST(StoreWatch, WatcherHearsOfALostRankAtOnce) {
   StoreClient c0(loopback(port), 0, "", 5, 5), c1(loopback(port), 1, "", 5, 5);
   StoreClient w0(loopback(port), 0, "", 5, 5, {}, StoreClient::Role::kWatcher);
   // a second watcher for the same rank is refused; a watcher sends no requests
-  EXPECT_NE(error_of([&] { StoreClient w(loopback(port), 0, "", 5, 5, {}, StoreClient::Role::kWatcher); })
-                .find("watchdog joined twice"),
+  EXPECT_NE(error_of([&] {
+              StoreClient w(loopback(port), 0, "", 5, 5, {}, StoreClient::Role::kWatcher);
+            }).find("watchdog joined twice"),
             std::string::npos);
   {
     StoreClient w2(loopback(port), 2, "", 5, 5, {}, StoreClient::Role::kWatcher);

@@ -59,7 +59,8 @@ inline X509 *issue(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer
     add_ext(c, iss, NID_ext_key_usage, "serverAuth,clientAuth");
     if (san) add_ext(c, iss, NID_subject_alt_name, san);
   }
-  if (!X509_sign(c, issuer_key ? issuer_key : key, EVP_sha256())) throw std::runtime_error("X509_sign failed");
+  if (!X509_sign(c, issuer_key ? issuer_key : key, EVP_sha256()))
+    throw std::runtime_error("X509_sign failed");
   return c;
 }
 

@@ -18,7 +18,8 @@ struct Row {
 };
 
 constexpr Row kTable[] = {
-#define TDIST_STATUS(name, value, shmem, pyclass, pybase, description) {TDIST_##name, (value), "TDIST_" #name, #shmem},
+#define TDIST_STATUS(name, value, shmem, pyclass, pybase, description) \
+  {TDIST_##name, (value), "TDIST_" #name, #shmem},
 #include "tdist/status.def"
 #undef TDIST_STATUS
 };
@@ -36,8 +37,9 @@ static_assert(TDIST_ERR_TIMEOUT == -7, "ABI");
 static_assert(TDIST_ERR_MALLOC_FAILED == -8, "ABI");
 static_assert(TDIST_ERR_COLLECTIVE_MISMATCH == -9, "ABI");
 static_assert(TDIST_ERR_NOT_SUPPORTED == -100, "ABI");
-static_assert(sizeof(kTable) / sizeof(kTable[0]) == 11,
-              "a status was added or removed: extend the ABI checks above and tests/python/test_status_table.py");
+static_assert(
+    sizeof(kTable) / sizeof(kTable[0]) == 11,
+    "a status was added or removed: extend the ABI checks above and tests/python/test_status_table.py");
 
 TEST(StatusTable, ValuesAndNamesAreUnique) {
   std::set<int> values;

@@ -53,8 +53,8 @@ TEST(StoreAddress, Parses) {
   EXPECT_TRUE(b.ipv6);
   EXPECT_EQ(b.host, "::1");
   EXPECT_EQ(b.port, 9000);
-  for (const char *bad : {"udp://1.2.3.4:5", "tcp://host", "tcp://host:99999", "tcp6://::1:80",
-                          "tcp://:80x", "", "tcp6://[::1]"}) {
+  for (const char *bad : {"udp://1.2.3.4:5", "tcp://host", "tcp://host:99999", "tcp6://::1:80", "tcp://:80x",
+                          "", "tcp6://[::1]"}) {
     try {
       parse_store_address(bad);
       ADD_FAILURE() << "accepted " << bad;
@@ -67,8 +67,10 @@ TEST(StoreAddress, Parses) {
 TEST(StoreProtocol, HeaderValidation) {
   EXPECT_EQ(validate_frame_header({kStoreMagic, 2, 10, 10}), "");
   EXPECT_NE(validate_frame_header({0xdeadbeef, 2, 0, 0}).find("magic"), std::string::npos);
-  EXPECT_NE(validate_frame_header({kStoreMagic, 2, kStoreMaxKey + 1, 0}).find("key length"), std::string::npos);
-  EXPECT_NE(validate_frame_header({kStoreMagic, 2, 0, kStoreMaxValue + 1}).find("value length"), std::string::npos);
+  EXPECT_NE(validate_frame_header({kStoreMagic, 2, kStoreMaxKey + 1, 0}).find("key length"),
+            std::string::npos);
+  EXPECT_NE(validate_frame_header({kStoreMagic, 2, 0, kStoreMaxValue + 1}).find("value length"),
+            std::string::npos);
   EXPECT_NE(validate_frame_header({kStoreMagic, 55, 0, 0}).find("unknown op"), std::string::npos);
 }
 
@@ -193,8 +195,8 @@ TEST(StoreRounds, ParseRoundKey) {
   EXPECT_TRUE(parse_round_key("bar/12/go", &s) && s == 12);
   EXPECT_TRUE(parse_round_key("ag/7/3", &s) && s == 7);
   EXPECT_TRUE(parse_round_key("bc/18446744073709551615", &s) && s == UINT64_MAX);
-  for (const char *no : {"job_id", "bar", "bar/", "bar/x", "bar/01", "bar/1x", "ba/1", "bar/18446744073709551616",
-                         "/1", "xbar/1", "ag//1"})
+  for (const char *no : {"job_id", "bar", "bar/", "bar/x", "bar/01", "bar/1x", "ba/1",
+                         "bar/18446744073709551616", "/1", "xbar/1", "ag//1"})
     EXPECT_FALSE(parse_round_key(no, &s)) << no;
 }
 

@@ -24,12 +24,11 @@ inline LogicalResult applyPatternsOnce(MLIRContext *ctx, ArrayRef<Operation *> o
   bool ok = true;
   for (Operation *op : ops) {
     rewriter.setInsertionPoint(op);
-    if (failed(applicator.matchAndRewrite(op, rewriter)))
-      ok = false;
+    if (failed(applicator.matchAndRewrite(op, rewriter))) ok = false;
   }
   return success(ok);
 }
 
-} // namespace mlir::tdist
+}  // namespace mlir::tdist
 
-#endif // TDIST_LIB_CONVERSION_APPLYONCE_H
+#endif  // TDIST_LIB_CONVERSION_APPLYONCE_H

@@ -22,18 +22,17 @@ namespace mlir::tdist {
 inline FailureOr<func::FuncOp> declarePrivate(Operation *user, StringRef name, FunctionType type,
                                               bool cInterface, StringRef what) {
   ModuleOp module = isa<ModuleOp>(user) ? cast<ModuleOp>(user) : user->getParentOfType<ModuleOp>();
-  while (ModuleOp outer = module->getParentOfType<ModuleOp>())
-    module = outer;
+  while (ModuleOp outer = module->getParentOfType<ModuleOp>()) module = outer;
   if (Operation *existing = SymbolTable::lookupSymbolIn(module, name)) {
     auto fn = dyn_cast<func::FuncOp>(existing);
     if (!fn) {
-      user->emitOpError() << what << ": @" << name << " is already defined by a '"
-                          << existing->getName() << "'";
+      user->emitOpError() << what << ": @" << name << " is already defined by a '" << existing->getName()
+                          << "'";
       return failure();
     }
     if (fn.getFunctionType() != type) {
-      user->emitOpError() << what << ": @" << name << " is needed as " << type
-                          << " but was declared as " << fn.getFunctionType();
+      user->emitOpError() << what << ": @" << name << " is needed as " << type << " but was declared as "
+                          << fn.getFunctionType();
       return failure();
     }
     return fn;
@@ -42,11 +41,10 @@ inline FailureOr<func::FuncOp> declarePrivate(Operation *user, StringRef name, F
   b.setInsertionPointToStart(module.getBody());
   auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
   fn.setPrivate();
-  if (cInterface)
-    fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+  if (cInterface) fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
   return fn;
 }
 
-} // namespace mlir::tdist
+}  // namespace mlir::tdist
 
 #endif

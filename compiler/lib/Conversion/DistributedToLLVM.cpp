@@ -19,7 +19,7 @@
 namespace mlir::tdist {
 #define GEN_PASS_DEF_CONVERTDISTRIBUTEDTOLLVM
 #include "tdist/Conversion/Passes.h.inc"
-} // namespace mlir::tdist
+}  // namespace mlir::tdist
 
 using namespace mlir;
 using namespace mlir::triton::distributed;
@@ -40,14 +40,14 @@ struct Options {
 
 /// Looks up or declares `llvm.func @name : type` at the start of the module. Fails (with an
 /// error at `user`) if the name is taken by something else.
-FailureOr<LLVM::LLVMFuncOp> getOrDeclare(PatternRewriter &rewriter, Operation *user,
-                                         StringRef name, LLVM::LLVMFunctionType type) {
+FailureOr<LLVM::LLVMFuncOp> getOrDeclare(PatternRewriter &rewriter, Operation *user, StringRef name,
+                                         LLVM::LLVMFunctionType type) {
   auto module = user->getParentOfType<ModuleOp>();
   Operation *existing = SymbolTable::lookupSymbolIn(module, name);
   if (auto fn = dyn_cast_or_null<LLVM::LLVMFuncOp>(existing)) {
     if (fn.getFunctionType() != type) {
-      user->emitOpError() << "needs @" << name << " of type " << type
-                          << " but the module declares it as " << fn.getFunctionType();
+      user->emitOpError() << "needs @" << name << " of type " << type << " but the module declares it as "
+                          << fn.getFunctionType();
       return failure();
     }
     return fn;
@@ -69,23 +69,19 @@ LLVM::CallOp callABI(PatternRewriter &rewriter, Operation *user, StringRef name,
   Type ret = result ? result : LLVM::LLVMVoidType::get(ctx);
   auto type = LLVM::LLVMFunctionType::get(ret, llvm::to_vector(args.getTypes()));
   FailureOr<LLVM::LLVMFuncOp> fn = getOrDeclare(rewriter, user, name, type);
-  if (failed(fn))
-    return {};
+  if (failed(fn)) return {};
   return LLVM::CallOp::create(rewriter, user->getLoc(), *fn, args);
 }
 
 /// The device ABI takes generic (address space 0) pointers.
 Value toGeneric(PatternRewriter &rewriter, Location loc, Value ptr) {
   auto type = cast<LLVM::LLVMPointerType>(ptr.getType());
-  if (type.getAddressSpace() == 0)
-    return ptr;
-  return LLVM::AddrSpaceCastOp::create(rewriter, loc, LLVM::LLVMPointerType::get(type.getContext()),
-                                       ptr);
+  if (type.getAddressSpace() == 0) return ptr;
+  return LLVM::AddrSpaceCastOp::create(rewriter, loc, LLVM::LLVMPointerType::get(type.getContext()), ptr);
 }
 
 Value fromGeneric(PatternRewriter &rewriter, Location loc, Value ptr, Type target) {
-  if (ptr.getType() == target)
-    return ptr;
+  if (ptr.getType() == target) return ptr;
   return LLVM::AddrSpaceCastOp::create(rewriter, loc, target, ptr);
 }
 
@@ -93,10 +89,8 @@ Value fromGeneric(PatternRewriter &rewriter, Location loc, Value ptr, Type targe
 Value castInt(PatternRewriter &rewriter, Location loc, Value v, unsigned width) {
   auto type = cast<IntegerType>(v.getType());
   auto to = rewriter.getIntegerType(width);
-  if (type.getWidth() == width)
-    return v;
-  if (type.getWidth() > width)
-    return arith::TruncIOp::create(rewriter, loc, to, v);
+  if (type.getWidth() == width) return v;
+  if (type.getWidth() > width) return arith::TruncIOp::create(rewriter, loc, to, v);
   return arith::ExtSIOp::create(rewriter, loc, to, v);
 }
 
@@ -110,37 +104,30 @@ bool isScalarSignless(Type t) { return isa<IntegerType>(t) && t.isSignlessIntege
 
 /// Errors for ops this lowering cannot handle; reported before any rewrite.
 LogicalResult checkLowerable(Operation *op) {
-  auto fail = [&](const Twine &why) {
-    return op->emitOpError() << "cannot be lowered to LLVM: " << why;
-  };
+  auto fail = [&](const Twine &why) { return op->emitOpError() << "cannot be lowered to LLVM: " << why; };
   auto needLLVMPtr = [&](Value v, StringRef what) -> LogicalResult {
     if (!isa<LLVM::LLVMPointerType>(v.getType()))
-      return fail(what + " must be an !llvm.ptr (memref and tensor pointers are for the HIVM "
-                         "lowering)");
+      return fail(what +
+                  " must be an !llvm.ptr (memref and tensor pointers are for the HIVM "
+                  "lowering)");
     return success();
   };
   if (auto wait = dyn_cast<WaitOp>(op)) {
-    if (failed(needLLVMPtr(wait.getBarrierPtr(), "barrierPtr")))
-      return failure();
+    if (failed(needLLVMPtr(wait.getBarrierPtr(), "barrierPtr"))) return failure();
     if (!isScalarSignless(wait.getNumBarriers().getType()))
       return fail("numBarriers must be a signless scalar integer");
     if (!isScalarSignless(wait.getWaitValue().getType()))
       return fail("waitValue must be a signless i32 or i64 (use i64 for a ui64 slot)");
     return success();
   }
-  if (auto symm = dyn_cast<SymmAtOp>(op))
-    return needLLVMPtr(symm.getSymmAddr(), "symmAddr");
-  if (auto notify = dyn_cast<NotifyOp>(op))
-    return needLLVMPtr(notify.getSigAddr(), "sigAddr");
+  if (auto symm = dyn_cast<SymmAtOp>(op)) return needLLVMPtr(symm.getSymmAddr(), "symmAddr");
+  if (auto notify = dyn_cast<NotifyOp>(op)) return needLLVMPtr(notify.getSigAddr(), "sigAddr");
   if (auto call = dyn_cast<ExternCallOp>(op)) {
     for (Type t : call->getOperandTypes())
-      if (!LLVM::isCompatibleType(t))
-        return fail("extern_call operand type is not an LLVM type");
+      if (!LLVM::isCompatibleType(t)) return fail("extern_call operand type is not an LLVM type");
     for (Type t : call->getResultTypes())
-      if (!LLVM::isCompatibleType(t))
-        return fail("extern_call result type is not an LLVM type");
-    if (call->getNumResults() > 1)
-      return fail("an LLVM call returns at most one value");
+      if (!LLVM::isCompatibleType(t)) return fail("extern_call result type is not an LLVM type");
+    if (call->getNumResults() > 1) return fail("an LLVM call returns at most one value");
   }
   return success();
 }
@@ -151,8 +138,7 @@ LogicalResult checkLowerable(Operation *op) {
 
 template <typename SourceOp>
 struct DistPattern : OpRewritePattern<SourceOp> {
-  DistPattern(MLIRContext *ctx, Options options)
-      : OpRewritePattern<SourceOp>(ctx), options(options) {}
+  DistPattern(MLIRContext *ctx, Options options) : OpRewritePattern<SourceOp>(ctx), options(options) {}
   Options options;
 };
 
@@ -163,8 +149,7 @@ struct RankQueryLowering : DistPattern<SourceOp> {
     // The ABI exposes the world only; `axis` selects a team in a future extension.
     StringRef fn = std::is_same_v<SourceOp, GetRankOp> ? "tdist_my_pe" : "tdist_n_pes";
     LLVM::CallOp call = callABI(rewriter, op, fn, rewriter.getI32Type(), {});
-    if (!call)
-      return failure();
+    if (!call) return failure();
     rewriter.replaceOp(op, call.getResult());
     return success();
   }
@@ -175,10 +160,8 @@ struct SymmAtLowering : DistPattern<SymmAtOp> {
   LogicalResult matchAndRewrite(SymmAtOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value ptr = toGeneric(rewriter, loc, op.getSymmAddr());
-    LLVM::CallOp call =
-        callABI(rewriter, op, "tdist_ptr", ptr.getType(), ValueRange{ptr, op.getRank()});
-    if (!call)
-      return failure();
+    LLVM::CallOp call = callABI(rewriter, op, "tdist_ptr", ptr.getType(), ValueRange{ptr, op.getRank()});
+    if (!call) return failure();
     rewriter.replaceOp(op, fromGeneric(rewriter, loc, call.getResult(), op.getType()));
     return success();
   }
@@ -189,8 +172,7 @@ struct ExternCallLowering : DistPattern<ExternCallOp> {
   LogicalResult matchAndRewrite(ExternCallOp op, PatternRewriter &rewriter) const override {
     Type result = op->getNumResults() ? op->getResult(0).getType() : Type();
     LLVM::CallOp call = callABI(rewriter, op, op.getSymbol(), result, op.getSrcs());
-    if (!call)
-      return failure();
+    if (!call) return failure();
     if (op->getNumResults())
       rewriter.replaceOp(op, call.getResult());
     else
@@ -226,8 +208,7 @@ struct ExternCallLowering : DistPattern<ExternCallOp> {
 
 /// The `<T>` of the ABI's wait / notify and the suffix of the form each target calls.
 std::string slotOpName(StringRef op, Type slotType, Target target) {
-  return ("tdistx_" + op + "_" + abiTypeName(slotType) + (target == Target::GPU ? "_i64" : ""))
-      .str();
+  return ("tdistx_" + op + "_" + abiTypeName(slotType) + (target == Target::GPU ? "_i64" : "")).str();
 }
 
 /// A slot pointer in the form the target's ABI takes: generic `!llvm.ptr` (cpu) or its generic
@@ -235,8 +216,7 @@ std::string slotOpName(StringRef op, Type slotType, Target target) {
 /// space becomes the address the ABI dereferences.
 Value slotArg(PatternRewriter &rewriter, Location loc, Value ptr, Target target) {
   Value generic = toGeneric(rewriter, loc, ptr);
-  if (target == Target::CPU)
-    return generic;
+  if (target == Target::CPU) return generic;
   return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI64Type(), generic);
 }
 
@@ -246,15 +226,13 @@ struct WaitLowering : DistPattern<WaitOp> {
     Location loc = op.getLoc();
     Type slotType = op.getWaitValue().getType();
     SmallVector<Value, 4> args = {slotArg(rewriter, loc, op.getBarrierPtr(), options.target),
-                                  castInt(rewriter, loc, op.getNumBarriers(), 32),
-                                  op.getWaitValue()};
+                                  castInt(rewriter, loc, op.getNumBarriers(), 32), op.getWaitValue()};
     if (options.target == Target::GPU)
       args.push_back(
           arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(), options.waitTimeoutNs));
-    LLVM::CallOp call = callABI(rewriter, op, slotOpName("wait", slotType, options.target),
-                                rewriter.getI32Type(), args);
-    if (!call)
-      return failure();
+    LLVM::CallOp call =
+        callABI(rewriter, op, slotOpName("wait", slotType, options.target), rewriter.getI32Type(), args);
+    if (!call) return failure();
     // The token has numBarriers' type (the op's TypesMatchWith); the ABI returns an int32 0.
     unsigned tokenWidth = cast<IntegerType>(op.getType()).getWidth();
     rewriter.replaceOp(op, castInt(rewriter, loc, call.getResult(), tokenWidth));
@@ -269,8 +247,7 @@ struct NotifyLowering : DistPattern<NotifyOp> {
     auto slotType = cast<IntegerType>(op.getSignalType());
     Value ptr = slotArg(rewriter, loc, op.getSigAddr(), options.target);
     Value value = castInt(rewriter, loc, op.getSignalVal(), slotType.getWidth());
-    Value code = arith::ConstantIntOp::create(rewriter, loc, static_cast<int64_t>(op.getSigOp()),
-                                              32);
+    Value code = arith::ConstantIntOp::create(rewriter, loc, static_cast<int64_t>(op.getSigOp()), 32);
     // The thread form returns nothing; the twin returns an int32 0 (Triton's extern calls need a
     // result), unused here.
     Type result = options.target == Target::GPU ? rewriter.getI32Type() : Type();
@@ -298,18 +275,16 @@ struct ConsumeTokenLowering : DistPattern<ConsumeTokenOp> {
       Value token = castInt(rewriter, loc, op.getToken(), 32);
       if (isa<LLVM::LLVMPointerType>(inType)) {
         Value ptr = toGeneric(rewriter, loc, op.getInput());
-        LLVM::CallOp call = callABI(rewriter, op, "tdistx_consume_token_ptr", ptr.getType(),
-                                    ValueRange{ptr, token});
-        if (!call)
-          return failure();
+        LLVM::CallOp call =
+            callABI(rewriter, op, "tdistx_consume_token_ptr", ptr.getType(), ValueRange{ptr, token});
+        if (!call) return failure();
         rewriter.replaceOp(op, fromGeneric(rewriter, loc, call.getResult(), inType));
         return success();
       }
       if (inType.isSignlessInteger(64)) {
-        LLVM::CallOp call = callABI(rewriter, op, "tdistx_consume_token_int64", inType,
-                                    ValueRange{op.getInput(), token});
-        if (!call)
-          return failure();
+        LLVM::CallOp call =
+            callABI(rewriter, op, "tdistx_consume_token_int64", inType, ValueRange{op.getInput(), token});
+        if (!call) return failure();
         rewriter.replaceOp(op, call.getResult());
         return success();
       }
@@ -346,10 +321,8 @@ struct ConvertDistributedToLLVMPass
         ok &= succeeded(checkLowerable(op));
       }
     });
-    if (!ok)
-      return signalPassFailure();
-    if (distOps.empty())
-      return;
+    if (!ok) return signalPassFailure();
+    if (distOps.empty()) return;
 
     RewritePatternSet patterns(ctx);
     patterns.add<RankQueryLowering<GetRankOp>, RankQueryLowering<GetNumRanksOp>, SymmAtLowering,
@@ -358,14 +331,12 @@ struct ConvertDistributedToLLVMPass
     (void)mlir::tdist::applyPatternsOnce(ctx, distOps, std::move(patterns));
 
     WalkResult left = module.walk([](Operation *op) {
-      if (!isDistributedOp(op))
-        return WalkResult::advance();
+      if (!isDistributedOp(op)) return WalkResult::advance();
       op->emitOpError() << "was not lowered to LLVM";
       return WalkResult::interrupt();
     });
-    if (left.wasInterrupted())
-      signalPassFailure();
+    if (left.wasInterrupted()) signalPassFailure();
   }
 };
 
-} // namespace
+}  // namespace

@@ -13,7 +13,7 @@
 namespace mlir::tdist {
 #define GEN_PASS_DEF_HIVMCUSTOMTOCALL
 #include "tdist/Conversion/Passes.h.inc"
-} // namespace mlir::tdist
+}  // namespace mlir::tdist
 
 using namespace mlir;
 
@@ -29,8 +29,7 @@ struct HIVMCustomToCallPass : mlir::tdist::impl::HIVMCustomToCallBase<HIVMCustom
       std::string name = op.getLinkName();
       SmallVector<Value> args(op.getInputs());
       llvm::append_range(args, op.getOutputs());
-      auto type = FunctionType::get(&getContext(), ValueRange(args).getTypes(),
-                                    op.getResultTypes());
+      auto type = FunctionType::get(&getContext(), ValueRange(args).getTypes(), op.getResultTypes());
       Operation *existing = SymbolTable::lookupSymbolIn(module, name);
       auto decl = dyn_cast_or_null<func::FuncOp>(existing);
       if (existing && (!decl || decl.getFunctionType() != type)) {
@@ -49,4 +48,4 @@ struct HIVMCustomToCallPass : mlir::tdist::impl::HIVMCustomToCallBase<HIVMCustom
     }
   }
 };
-} // namespace
+}  // namespace

@@ -30,7 +30,7 @@ namespace mlir::tdist {
 #define GEN_PASS_DEF_LOWERASCENDLINALGTOCPU
 #define GEN_PASS_DEF_MEMREFCOPYTOLINALG
 #include "tdist/Conversion/Passes.h.inc"
-} // namespace mlir::tdist
+}  // namespace mlir::tdist
 
 using namespace mlir;
 
@@ -40,18 +40,15 @@ bool isNamed(Operation *op, StringRef name) { return op->getName().getStringRef(
 
 Attribute inherentAttr(Operation *op, StringRef name) {
   if (auto props = dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute()))
-    if (Attribute a = props.get(name))
-      return a;
+    if (Attribute a = props.get(name)) return a;
   return op->getAttr(name);
 }
-
 
 /// hivm.hir.pointer_cast(%addr : i64, dynamic sizes...) : memref<...xT> over that address:
 /// a row-major descriptor {ptr, ptr, 0, sizes, strides} cast to the memref type (the cast
 /// cancels against finalize-memref-to-llvm's and reconcile-unrealized-casts removes both).
 LogicalResult lowerPointerCast(Operation *op) {
-  auto type = op->getNumResults() == 1 ? dyn_cast<MemRefType>(op->getResult(0).getType())
-                                       : MemRefType();
+  auto type = op->getNumResults() == 1 ? dyn_cast<MemRefType>(op->getResult(0).getType()) : MemRefType();
   if (!type || op->getNumOperands() < 1 || !op->getOperand(0).getType().isInteger(64))
     return op->emitOpError() << "has no CPU lowering: expected (i64 address, sizes...) -> memref";
   if (!type.getLayout().isIdentity() || type.getMemorySpace())
@@ -59,8 +56,7 @@ LogicalResult lowerPointerCast(Operation *op) {
                                 "default memory space is supported, got "
                              << type;
   if (op->getNumOperands() != 1 + static_cast<unsigned>(type.getNumDynamicDims()))
-    return op->emitOpError() << "has no CPU lowering: expected one size per dynamic dimension of "
-                             << type;
+    return op->emitOpError() << "has no CPU lowering: expected one size per dynamic dimension of " << type;
   OpBuilder b(op);
   Location loc = op->getLoc();
   MLIRContext *ctx = op->getContext();
@@ -95,8 +91,7 @@ LogicalResult lowerPointerCast(Operation *op) {
   Value stride = constant(1);
   for (int64_t d = rank - 1; d >= 0; --d) {
     strides[d] = stride;
-    if (d > 0)
-      stride = LLVM::MulOp::create(b, loc, stride, sizes[d]);
+    if (d > 0) stride = LLVM::MulOp::create(b, loc, stride, sizes[d]);
   }
 
   Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, op->getOperand(0));
@@ -121,12 +116,10 @@ LogicalResult lowerSyncBlock(Operation *op, StringRef kind, ModuleOp module) {
     return op->emitOpError() << "has no CPU lowering: only a static_flag_id without operands is "
                                 "supported";
   OpBuilder b(op);
-  FailureOr<func::FuncOp> fn =
-      mlir::tdist::declarePrivate(op, ("tdist_cpu_sync_block_" + kind).str(),
-                                  b.getFunctionType({b.getI32Type()}, {}), /*cInterface=*/false,
-                                  "has no CPU lowering");
-  if (failed(fn))
-    return failure();
+  FailureOr<func::FuncOp> fn = mlir::tdist::declarePrivate(op, ("tdist_cpu_sync_block_" + kind).str(),
+                                                           b.getFunctionType({b.getI32Type()}, {}),
+                                                           /*cInterface=*/false, "has no CPU lowering");
+  if (failed(fn)) return failure();
   Value event = arith::ConstantIntOp::create(b, op->getLoc(), id.getInt(), 32);
   func::CallOp::create(b, op->getLoc(), *fn, ValueRange{event});
   op->erase();
@@ -142,12 +135,10 @@ LogicalResult lowerExternElementwise(Operation *op, ModuleOp module) {
     return op->emitOpError() << "has no CPU lowering: only a scalar call with a symbol is "
                                 "supported";
   OpBuilder b(op);
-  FailureOr<func::FuncOp> fn =
-      mlir::tdist::declarePrivate(op, symbol.getValue(),
-                                  b.getFunctionType(op->getOperandTypes(), op->getResultTypes()),
-                                  /*cInterface=*/true, "has no CPU lowering");
-  if (failed(fn))
-    return failure();
+  FailureOr<func::FuncOp> fn = mlir::tdist::declarePrivate(
+      op, symbol.getValue(), b.getFunctionType(op->getOperandTypes(), op->getResultTypes()),
+      /*cInterface=*/true, "has no CPU lowering");
+  if (failed(fn)) return failure();
   auto call = func::CallOp::create(b, op->getLoc(), *fn, op->getOperands());
   op->replaceAllUsesWith(call->getResults());
   op->erase();
@@ -161,42 +152,28 @@ void dropForeignAttrs(Operation *op) {
   for (NamedAttribute attr : op->getDiscardableAttrs()) {
     StringRef name = attr.getName().getValue();
     Dialect *d = &attr.getValue().getDialect();
-    if (name.starts_with("hivm.") || name.starts_with("tt.") ||
-        (d && d->getNamespace() == "hivm"))
+    if (name.starts_with("hivm.") || name.starts_with("tt.") || (d && d->getNamespace() == "hivm"))
       names.push_back(attr.getName());
   }
-  for (StringAttr name : names)
-    op->removeDiscardableAttr(name);
+  for (StringAttr name : names) op->removeDiscardableAttr(name);
 }
 
 /// The memref.atomic_rmw kind of triton-ascend's GenericAtomicRMW string for element type `t`.
 std::optional<arith::AtomicRMWKind> atomicKind(StringRef kind, Type t) {
   bool f = isa<FloatType>(t);
   using K = arith::AtomicRMWKind;
-  if (kind == "add" || kind == "fadd")
-    return f ? K::addf : K::addi;
-  if (kind == "exch" || kind == "xchg")
-    return K::assign;
-  if (kind == "max")
-    return f ? K::maximumf : K::maxs;
-  if (kind == "min")
-    return f ? K::minimumf : K::mins;
-  if (kind == "fmax")
-    return K::maximumf;
-  if (kind == "fmin")
-    return K::minimumf;
-  if (f)
-    return std::nullopt;
-  if (kind == "umax")
-    return K::maxu;
-  if (kind == "umin")
-    return K::minu;
-  if (kind == "and")
-    return K::andi;
-  if (kind == "or")
-    return K::ori;
-  if (kind == "xor")
-    return K::xori;
+  if (kind == "add" || kind == "fadd") return f ? K::addf : K::addi;
+  if (kind == "exch" || kind == "xchg") return K::assign;
+  if (kind == "max") return f ? K::maximumf : K::maxs;
+  if (kind == "min") return f ? K::minimumf : K::mins;
+  if (kind == "fmax") return K::maximumf;
+  if (kind == "fmin") return K::minimumf;
+  if (f) return std::nullopt;
+  if (kind == "umax") return K::maxu;
+  if (kind == "umin") return K::minu;
+  if (kind == "and") return K::andi;
+  if (kind == "or") return K::ori;
+  if (kind == "xor") return K::xori;
   return std::nullopt;
 }
 
@@ -211,14 +188,14 @@ std::optional<arith::AtomicRMWKind> atomicKind(StringRef kind, Type t) {
 LogicalResult lowerAtomicGeneric(linalg::GenericOp op) {
   auto kindAttr = op->getAttrOfType<StringAttr>("GenericAtomicRMW");
   auto fail = [&](const Twine &why) {
-    return op->emitOpError() << "(triton-ascend atomic '" << kindAttr.getValue() << "') has no CPU lowering: " << why;
+    return op->emitOpError() << "(triton-ascend atomic '" << kindAttr.getValue()
+                             << "') has no CPU lowering: " << why;
   };
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return fail("expected ins(%dst, %value) outs(%dst)");
   Value dst = op.getDpsInits()[0];
   Value val = op.getDpsInputs()[1];
-  if (op.getDpsInputs()[0] != dst)
-    return fail("the first input is not the output memref");
+  if (op.getDpsInputs()[0] != dst) return fail("the first input is not the output memref");
   auto dstType = dyn_cast<MemRefType>(dst.getType());
   auto valType = dyn_cast<MemRefType>(val.getType());
   if (!dstType || !valType || dstType.getRank() != valType.getRank())
@@ -235,8 +212,7 @@ LogicalResult lowerAtomicGeneric(linalg::GenericOp op) {
   memref::CopyOp fetch;
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
     if (auto copy = dyn_cast<memref::CopyOp>(prev)) {
-      if (copy.getSource() == dst)
-        fetch = copy;
+      if (copy.getSource() == dst) fetch = copy;
       break;
     }
     if (!isa<memref::AllocOp, memref::AllocaOp, bufferization::ToTensorOp, bufferization::ToBufferOp,
@@ -251,8 +227,7 @@ LogicalResult lowerAtomicGeneric(linalg::GenericOp op) {
     if (d == dstType.getRank()) {
       Value v = memref::LoadOp::create(bb, loc, val, ivs);
       Value old = memref::AtomicRMWOp::create(bb, loc, *kind, v, dst, ivs);
-      if (fetch)
-        memref::StoreOp::create(bb, loc, old, fetch.getTarget(), ivs);
+      if (fetch) memref::StoreOp::create(bb, loc, old, fetch.getTarget(), ivs);
       return;
     }
     Value lb = arith::ConstantIndexOp::create(bb, loc, 0);
@@ -267,8 +242,7 @@ LogicalResult lowerAtomicGeneric(linalg::GenericOp op) {
                        });
   };
   nest(b, 0);
-  if (fetch)
-    fetch->erase();
+  if (fetch) fetch->erase();
   op->erase();
   return success();
 }
@@ -295,22 +269,18 @@ struct LowerAscendLinalgToCPUPass
       }
     }
     for (Operation *op : llvm::reverse(toPtr))
-      if (op->use_empty())
-        op->erase();
+      if (op->use_empty()) op->erase();
 
     bool ok = true;
     SmallVector<linalg::GenericOp> atomics;
     module.walk([&](linalg::GenericOp g) {
-      if (g->hasAttr("GenericAtomicRMW"))
-        atomics.push_back(g);
+      if (g->hasAttr("GenericAtomicRMW")) atomics.push_back(g);
     });
-    for (linalg::GenericOp g : atomics)
-      ok &= succeeded(lowerAtomicGeneric(g));
+    for (linalg::GenericOp g : atomics) ok &= succeeded(lowerAtomicGeneric(g));
 
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (!op->isRegistered())
-        ops.push_back(op);
+      if (!op->isRegistered()) ops.push_back(op);
     });
     for (Operation *op : ops) {
       StringRef name = op->getName().getStringRef();
@@ -319,8 +289,7 @@ struct LowerAscendLinalgToCPUPass
         done = lowerPointerCast(op);
       else if (name == "annotation.mark")
         op->erase();
-      else if (name.consume_front("hivm.hir.sync_block_") &&
-               llvm::is_contained({"set", "wait", "all"}, name))
+      else if (name.consume_front("hivm.hir.sync_block_") && llvm::is_contained({"set", "wait", "all"}, name))
         done = lowerSyncBlock(op, name, module);
       else if (name == "tt.extern_elementwise")
         done = lowerExternElementwise(op, module);
@@ -335,8 +304,7 @@ struct LowerAscendLinalgToCPUPass
         ok = false;
       }
     });
-    if (!ok)
-      return signalPassFailure();
+    if (!ok) return signalPassFailure();
 
     MLIRContext *ctx = &getContext();
     StringRef cInterface = LLVM::LLVMDialect::getEmitCWrapperAttrName();
@@ -344,23 +312,20 @@ struct LowerAscendLinalgToCPUPass
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal()) {
         // The aclshmem declarations are called through their C interface.
-        if (fn.getName().starts_with("aclshmem"))
-          fn->setAttr(cInterface, UnitAttr::get(ctx));
+        if (fn.getName().starts_with("aclshmem")) fn->setAttr(cInterface, UnitAttr::get(ctx));
         continue;
       }
-      if (!fn.isPublic())
-        continue;
+      if (!fn.isPublic()) continue;
       // The kernel: only its C interface matters (tt.tensor_kind, mix_mode, ... are dropped).
-      fn->setDiscardableAttrs(DictionaryAttr::get(
-          ctx, {NamedAttribute(StringAttr::get(ctx, cInterface), UnitAttr::get(ctx))}));
+      fn->setDiscardableAttrs(
+          DictionaryAttr::get(ctx, {NamedAttribute(StringAttr::get(ctx, cInterface), UnitAttr::get(ctx))}));
       fn.removeArgAttrsAttr();
       fn.removeResAttrsAttr();
     }
   }
 };
 
-struct MemRefCopyToLinalgPass
-    : mlir::tdist::impl::MemRefCopyToLinalgBase<MemRefCopyToLinalgPass> {
+struct MemRefCopyToLinalgPass : mlir::tdist::impl::MemRefCopyToLinalgBase<MemRefCopyToLinalgPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp op) { copies.push_back(op); });
@@ -372,4 +337,4 @@ struct MemRefCopyToLinalgPass
   }
 };
 
-} // namespace
+}  // namespace

@@ -12,7 +12,7 @@
 namespace mlir::tdist {
 #define GEN_PASS_DEF_MARKGPUKERNELS
 #include "tdist/Conversion/Passes.h.inc"
-} // namespace mlir::tdist
+}  // namespace mlir::tdist
 
 using namespace mlir;
 
@@ -25,7 +25,7 @@ struct MarkGPUKernelsPass : mlir::tdist::impl::MarkGPUKernelsBase<MarkGPUKernels
     });
   }
 };
-} // namespace
+}  // namespace
 
 LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef target) {
   // The one insertion point: the distributed conversion runs first, on the whole module, before
@@ -82,8 +82,7 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
     pm.addPass(createReconcileUnrealizedCastsPass());
     return success();
   }
-  if (target != "gpu" && target != "cpu")
-    return failure();
+  if (target != "gpu" && target != "cpu") return failure();
   ConvertDistributedToLLVMOptions options;
   options.target = target.str();
   pm.addPass(createConvertDistributedToLLVM(options));
@@ -95,8 +94,7 @@ LogicalResult mlir::tdist::buildTdistPipeline(OpPassManager &pm, llvm::StringRef
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  if (target == "gpu")
-    pm.addPass(createMarkGPUKernels());
+  if (target == "gpu") pm.addPass(createMarkGPUKernels());
   return success();
 }
 
@@ -105,12 +103,11 @@ void mlir::tdist::registerTdistPipelines() {
     // Static storage: the registry keeps the strings by reference.
     static llvm::SmallVector<std::string> names, docs;
     names.push_back(("tdist-pipeline-" + target).str());
-    docs.push_back(("tdist " + target +
-                    " pipeline: the distributed conversion first, then the standard lowering")
-                       .str());
+    docs.push_back(
+        ("tdist " + target + " pipeline: the distributed conversion first, then the standard lowering")
+            .str());
     std::string t = target.str();
-    PassPipelineRegistration<>(names.back(), docs.back(), [t](OpPassManager &pm) {
-      (void)buildTdistPipeline(pm, t);
-    });
+    PassPipelineRegistration<>(names.back(), docs.back(),
+                               [t](OpPassManager &pm) { (void)buildTdistPipeline(pm, t); });
   }
 }

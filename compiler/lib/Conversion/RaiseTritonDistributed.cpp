@@ -21,7 +21,7 @@
 namespace mlir::tdist {
 #define GEN_PASS_DEF_RAISETRITONDISTRIBUTED
 #include "tdist/Conversion/Passes.h.inc"
-} // namespace mlir::tdist
+}  // namespace mlir::tdist
 
 using namespace mlir;
 using namespace mlir::triton::distributed;
@@ -29,9 +29,9 @@ using namespace mlir::triton::distributed;
 namespace {
 
 struct MarkerSpec {
-  llvm::StringLiteral op;      // distributed.<op>
-  llvm::StringLiteral symbol;  // a trailing `_`: one symbol per type suffix
-  llvm::StringLiteral operands; // "p:" pointer as i64, "c:" i32 constant
+  llvm::StringLiteral op;        // distributed.<op>
+  llvm::StringLiteral symbol;    // a trailing `_`: one symbol per type suffix
+  llvm::StringLiteral operands;  // "p:" pointer as i64, "c:" i32 constant
   bool pure;
 };
 
@@ -52,8 +52,7 @@ constexpr llvm::StringLiteral kShmemLib = "libshmem_device";
 ArrayRef<StringRef> suffixesFor(StringRef op) {
   static const StringRef kValueKinds[] = {"ptr", "int32", "int64"};
   static const StringRef kSlotTypes[] = {"int32", "int64", "uint64"};
-  if (op == "consume_token")
-    return kValueKinds;
+  if (op == "consume_token") return kValueKinds;
   return kSlotTypes;
 }
 
@@ -67,8 +66,7 @@ const MarkerSpec *findMarker(StringRef symbol, StringRef &suffix) {
       }
       continue;
     }
-    if (!symbol.starts_with(m.symbol))
-      continue;
+    if (!symbol.starts_with(m.symbol)) continue;
     StringRef rest = symbol.drop_front(m.symbol.size());
     if (llvm::is_contained(suffixesFor(m.op), rest)) {
       suffix = rest;
@@ -80,10 +78,8 @@ const MarkerSpec *findMarker(StringRef symbol, StringRef &suffix) {
 
 /// The dl.* spelling of a dialect op, for messages.
 std::string frontName(StringRef op) {
-  if (op == "get_rank")
-    return "dl.rank";
-  if (op == "get_num_ranks")
-    return "dl.num_ranks";
+  if (op == "get_rank") return "dl.rank";
+  if (op == "get_num_ranks") return "dl.num_ranks";
   return ("dl." + op).str();
 }
 
@@ -91,8 +87,7 @@ std::string frontName(StringRef op) {
 /// properties) or a discardable one.
 Attribute markerAttr(Operation *op, StringRef name) {
   if (auto props = dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute()))
-    if (Attribute a = props.get(name))
-      return a;
+    if (Attribute a = props.get(name)) return a;
   return op->getAttr(name);
 }
 
@@ -101,21 +96,18 @@ StringRef markerString(Operation *op, StringRef name) {
   return s ? s.getValue() : StringRef();
 }
 
-bool isNamed(Operation *op, StringRef name) {
-  return op && op->getName().getStringRef() == name;
-}
+bool isNamed(Operation *op, StringRef name) { return op && op->getName().getStringRef() == name; }
 
 /// One operand of a marker, as device/dist_ops.def names it.
 struct OperandSpec {
   StringRef name;
-  char kind; // 'p' pointer, 'c' constant, 0 plain
+  char kind;  // 'p' pointer, 'c' constant, 0 plain
 };
 
 SmallVector<OperandSpec> parseOperands(StringRef list) {
   SmallVector<OperandSpec> specs;
   SmallVector<StringRef> parts;
-  if (!list.empty())
-    list.split(parts, ',');
+  if (!list.empty()) list.split(parts, ',');
   for (StringRef part : parts) {
     part = part.trim();
     if (part.consume_front("p:"))
@@ -131,7 +123,7 @@ SmallVector<OperandSpec> parseOperands(StringRef list) {
 unsigned suffixWidth(StringRef suffix) { return suffix == "int32" ? 32 : 64; }
 
 class Raiser {
-public:
+ public:
   explicit Raiser(Operation *marker) : marker(marker), b(marker) {}
 
   /// Raises a libtdist_device marker of `spec`.
@@ -142,7 +134,7 @@ public:
   /// tt.ptr_to_int ops whose result this raise stopped using.
   SmallVector<Operation *> casts;
 
-private:
+ private:
   InFlightDiagnostic error() { return marker->emitOpError(); }
 
   /// The pointer behind an i64 marker operand (its tt.ptr_to_int); failure if there is none.
@@ -181,8 +173,8 @@ LogicalResult Raiser::checkPointerResult(Type ptrType, StringRef what) {
   for (Operation *user : marker->getResult(0).getUsers())
     if (!isNamed(user, "tt.int_to_ptr") || user->getNumResults() != 1 ||
         user->getResult(0).getType() != ptrType)
-      return error() << what << ": the i64 result may only be used by tt.int_to_ptr to "
-                     << ptrType << ", found " << user->getName();
+      return error() << what << ": the i64 result may only be used by tt.int_to_ptr to " << ptrType
+                     << ", found " << user->getName();
   return success();
 }
 
@@ -198,25 +190,21 @@ LogicalResult Raiser::raiseDist(const MarkerSpec &spec, StringRef suffix) {
   std::string what = frontName(spec.op) + " (" + markerString(marker, "symbol").str() + ")";
   SmallVector<OperandSpec> specs = parseOperands(spec.operands);
   if (marker->getNumOperands() != specs.size())
-    return error() << what << " expects " << specs.size() << " operands, got "
-                   << marker->getNumOperands();
-  if (marker->getNumResults() != 1)
-    return error() << what << " expects one result";
+    return error() << what << " expects " << specs.size() << " operands, got " << marker->getNumOperands();
+  if (marker->getNumResults() != 1) return error() << what << " expects one result";
   // A consume_token of an integer takes the value itself, not a pointer.
   bool pointerInput = spec.op != "consume_token" || suffix == "ptr";
 
   // Scalars only (docs/COMPILE.md section 1).
   bool blockPtr = false, block = false;
   for (auto [v, os] : llvm::zip(marker->getOperands(), specs)) {
-    if (!isa<TensorType>(v.getType()))
-      continue;
+    if (!isa<TensorType>(v.getType())) continue;
     block = true;
     blockPtr |= os.kind == 'p' && pointerInput;
   }
   block |= isa<TensorType>(marker->getResult(0).getType());
   if (block)
-    return error() << frontName(spec.op) << " on a block "
-                   << (blockPtr ? "of pointers" : "value")
+    return error() << frontName(spec.op) << " on a block " << (blockPtr ? "of pointers" : "value")
                    << " cannot be lowered for ascend: translate a scalar base pointer and add "
                       "the tile's offsets";
 
@@ -226,13 +214,11 @@ LogicalResult Raiser::raiseDist(const MarkerSpec &spec, StringRef suffix) {
     std::string opWhat = what + " operand '" + os.name.str() + "'";
     if (os.kind == 'p' && pointerInput) {
       FailureOr<Value> p = pointerOf(v, opWhat);
-      if (failed(p))
-        return failure();
+      if (failed(p)) return failure();
       values.push_back(*p);
     } else if (os.kind == 'c') {
       FailureOr<int64_t> c = constantOf(v, opWhat);
-      if (failed(c))
-        return failure();
+      if (failed(c)) return failure();
       constants.push_back(*c);
     } else {
       values.push_back(v);
@@ -243,13 +229,12 @@ LogicalResult Raiser::raiseDist(const MarkerSpec &spec, StringRef suffix) {
   Type i32 = b.getI32Type();
   Value result = marker->getResult(0);
   auto badEnum = [&](StringRef name, int64_t v, StringRef legal) {
-    return error() << what << " operand '" << name << "' = " << v << " is not a legal value ("
-                   << legal << ")";
+    return error() << what << " operand '" << name << "' = " << v << " is not a legal value (" << legal
+                   << ")";
   };
   auto slotWidthMatches = [&](Type t, StringRef kind) -> LogicalResult {
     auto it = dyn_cast_or_null<IntegerType>(t);
-    if (it && it.getWidth() == suffixWidth(suffix))
-      return success();
+    if (it && it.getWidth() == suffixWidth(suffix)) return success();
     return error() << what << ": the symbol's " << suffix << " " << kind << " does not fit " << t;
   };
 
@@ -262,8 +247,7 @@ LogicalResult Raiser::raiseDist(const MarkerSpec &spec, StringRef suffix) {
   }
   if (spec.op == "symm_at") {
     Value ptr = values[0];
-    if (failed(checkPointerResult(ptr.getType(), what)))
-      return failure();
+    if (failed(checkPointerResult(ptr.getType(), what))) return failure();
     auto symm = SymmAtOp::create(b, loc, ptr.getType(), ptr, values[1], TypeAttr());
     replacePointerResult(symm.getRemoteAddr());
     return success();
@@ -273,27 +257,22 @@ LogicalResult Raiser::raiseDist(const MarkerSpec &spec, StringRef suffix) {
         failed(slotWidthMatches(values[2].getType(), "wait value")))
       return failure();
     auto scope = symbolizeMemSyncScope(static_cast<uint32_t>(constants[0]));
-    if (!scope)
-      return badEnum(specs[3].name, constants[0], "gpu=1, cta=2, sys=3");
+    if (!scope) return badEnum(specs[3].name, constants[0], "gpu=1, cta=2, sys=3");
     auto semantic = symbolizeMemSemantic(static_cast<uint32_t>(constants[1]));
     if (!semantic || (*semantic != MemSemantic::RELAXED && *semantic != MemSemantic::ACQUIRE))
       return badEnum(specs[4].name, constants[1], "relaxed=1, acquire=2");
-    auto wait = WaitOp::create(b, loc, values[1].getType(), values[0], values[1], values[2],
-                               *scope, *semantic);
+    auto wait =
+        WaitOp::create(b, loc, values[1].getType(), values[0], values[1], values[2], *scope, *semantic);
     result.replaceAllUsesWith(wait.getToken());
     return success();
   }
   if (spec.op == "notify") {
-    if (failed(slotWidthMatches(getPointeeType(values[0].getType()), "signal slot")))
-      return failure();
+    if (failed(slotWidthMatches(getPointeeType(values[0].getType()), "signal slot"))) return failure();
     auto sigOp = symbolizeSignalOp(static_cast<uint32_t>(constants[0]));
-    if (!sigOp)
-      return badEnum(specs[3].name, constants[0], "set=1, add=2");
+    if (!sigOp) return badEnum(specs[3].name, constants[0], "set=1, add=2");
     auto commScope = symbolizeCommScope(static_cast<uint32_t>(constants[1]));
-    if (!commScope)
-      return badEnum(specs[4].name, constants[1], "gpu=0, intra_node=1, inter_node=2");
-    (void)NotifyOp::create(b, loc, values[0], values[1], values[2], *sigOp, *commScope,
-                           TypeAttr());
+    if (!commScope) return badEnum(specs[4].name, constants[1], "gpu=0, intra_node=1, inter_node=2");
+    (void)NotifyOp::create(b, loc, values[0], values[1], values[2], *sigOp, *commScope, TypeAttr());
     // The marker's result is a dummy (Triton's extern calls must return a value): always 0.
     if (!result.use_empty())
       result.replaceAllUsesWith(arith::ConstantIntOp::create(b, loc, 0, 32).getResult());
@@ -301,8 +280,7 @@ LogicalResult Raiser::raiseDist(const MarkerSpec &spec, StringRef suffix) {
   }
   if (spec.op == "consume_token") {
     Value input = values[0];
-    if (pointerInput && failed(checkPointerResult(input.getType(), what)))
-      return failure();
+    if (pointerInput && failed(checkPointerResult(input.getType(), what))) return failure();
     auto ct = ConsumeTokenOp::create(b, loc, input.getType(), input, values[1]);
     if (pointerInput)
       replacePointerResult(ct.getResult());
@@ -317,10 +295,10 @@ LogicalResult Raiser::raiseShmem() {
   StringRef symbol = markerString(marker, "symbol");
   std::string what = ("libshmem_device." + symbol).str();
   auto isTensor = [](Type t) { return isa<TensorType>(t); };
-  if (llvm::any_of(marker->getOperandTypes(), isTensor) ||
-      llvm::any_of(marker->getResultTypes(), isTensor))
-    return error() << what << " on a block value cannot be lowered for ascend: translate a "
-                              "scalar base pointer and add the tile's offsets";
+  if (llvm::any_of(marker->getOperandTypes(), isTensor) || llvm::any_of(marker->getResultTypes(), isTensor))
+    return error() << what
+                   << " on a block value cannot be lowered for ascend: translate a "
+                      "scalar base pointer and add the tile's offsets";
   SmallVector<Value> srcs;
   for (Value v : marker->getOperands()) {
     Operation *def = v.getDefiningOp();
@@ -336,15 +314,12 @@ LogicalResult Raiser::raiseShmem() {
   if (isVoid && llvm::any_of(marker->getResults(), [](Value r) { return !r.use_empty(); }))
     return error() << what << " returns nothing (a void library call), but its result is used";
   SmallVector<Type> resultTypes;
-  if (!isVoid)
-    resultTypes = llvm::to_vector(marker->getResultTypes());
+  if (!isVoid) resultTypes = llvm::to_vector(marker->getResultTypes());
   auto pure = dyn_cast_or_null<BoolAttr>(markerAttr(marker, "pure"));
   // A void call is there for its effects.
   bool isPure = !isVoid && pure && pure.getValue();
-  auto call = ExternCallOp::create(b, marker->getLoc(), resultTypes, srcs, kShmemLib, "", symbol,
-                                   isPure);
-  if (!isVoid)
-    marker->replaceAllUsesWith(call->getResults());
+  auto call = ExternCallOp::create(b, marker->getLoc(), resultTypes, srcs, kShmemLib, "", symbol, isPure);
+  if (!isVoid) marker->replaceAllUsesWith(call->getResults());
   return success();
 }
 
@@ -353,11 +328,9 @@ struct RaiseTritonDistributedPass
   void runOnOperation() override {
     SmallVector<Operation *> markers;
     getOperation().walk([&](Operation *op) {
-      if (!isNamed(op, "tt.extern_elementwise"))
-        return;
+      if (!isNamed(op, "tt.extern_elementwise")) return;
       StringRef lib = markerString(op, "libname");
-      if (lib == kDistLib || lib == kShmemLib)
-        markers.push_back(op);
+      if (lib == kDistLib || lib == kShmemLib) markers.push_back(op);
     });
     bool ok = true;
     SmallVector<Operation *> casts;
@@ -385,11 +358,9 @@ struct RaiseTritonDistributedPass
     // The tt.ptr_to_int casts nothing uses any more.
     llvm::SmallPtrSet<Operation *, 8> erased;
     for (Operation *cast : casts)
-      if (erased.insert(cast).second && cast->use_empty())
-        cast->erase();
-    if (!ok)
-      signalPassFailure();
+      if (erased.insert(cast).second && cast->use_empty()) cast->erase();
+    if (!ok) signalPassFailure();
   }
 };
 
-} // namespace
+}  // namespace

@@ -12,12 +12,12 @@
 #include "tdist/abi.h"
 #include "tdist/tdist.h"
 
-extern "C" void ring_exchange(void *buf); // from ring_exchange.mlir
+extern "C" void ring_exchange(void *buf);  // from ring_exchange.mlir
 
 namespace {
 // Layout of ring_exchange.mlir (keep in sync with its header comment).
-constexpr int kGrid = 4;       // programs per PE (the kernel supports up to 8)
-constexpr int64_t kWords = 64; // i64 words per program
+constexpr int kGrid = 4;        // programs per PE (the kernel supports up to 8)
+constexpr int64_t kWords = 64;  // i64 words per program
 constexpr size_t kSlotBase = 64, kSlotStride = 64;
 constexpr size_t kInboxWord = 72, kOutWord = 584;
 constexpr size_t kBytes = (kOutWord + 8 * kWords) * sizeof(int64_t);
@@ -32,7 +32,7 @@ constexpr int64_t kMult = 1000003;
       return 1;                                                                                \
     }                                                                                          \
   } while (0)
-} // namespace
+}  // namespace
 
 int main() {
   CHECK_OK(tdist_init_from_env(nullptr));
@@ -41,8 +41,7 @@ int main() {
 
   auto *buf = static_cast<int64_t *>(tdist_malloc(kBytes));
   if (!buf) {
-    std::fprintf(stderr, "ring_driver: tdist_malloc(%zu) failed: %s\n", kBytes,
-                 tdist_last_error_message());
+    std::fprintf(stderr, "ring_driver: tdist_malloc(%zu) failed: %s\n", kBytes, tdist_last_error_message());
     return 1;
   }
   // Fresh salt per run (from PE 0), poisoned inbox/out so a missed write cannot pass.
@@ -50,9 +49,8 @@ int main() {
   CHECK_OK(tdist_ctrl_broadcast(&salt, sizeof salt, 0));
   std::memset(buf, 0, kBytes);
   buf[0] = salt;
-  for (size_t w = kInboxWord; w < kOutWord + kGrid * kWords; ++w)
-    buf[w] = INT64_C(-0x5a5a5a5a5a5a5a5b);
-  CHECK_OK(tdist_host_barrier_all()); // every PE's buffer is initialised before anyone writes
+  for (size_t w = kInboxWord; w < kOutWord + kGrid * kWords; ++w) buf[w] = INT64_C(-0x5a5a5a5a5a5a5a5b);
+  CHECK_OK(tdist_host_barrier_all());  // every PE's buffer is initialised before anyone writes
 
   CHECK_OK(tdist_cpu_launch(kGrid, ring_exchange, buf));
   CHECK_OK(tdist_host_barrier_all());
@@ -80,7 +78,7 @@ int main() {
     std::fprintf(stderr, "ring_driver[pe %d]: FAILED with %d errors\n", me, errors);
     return 1;
   }
-  std::printf("ring_driver[pe %d of %d]: %d programs x %" PRId64 " words from pe %d OK\n", me, n,
-              kGrid, kWords, prev);
+  std::printf("ring_driver[pe %d of %d]: %d programs x %" PRId64 " words from pe %d OK\n", me, n, kGrid,
+              kWords, prev);
   return 0;
 }

@@ -23,8 +23,8 @@ namespace {
 // The few driver entry points needed, loaded at run time (the binary starts without libcuda).
 typedef int (*ModuleLoadData)(void **, const void *);
 typedef int (*ModuleGetFunction)(void **, void *, const char *);
-typedef int (*LaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
-                            void **, void **);
+typedef int (*LaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            void *, void **, void **);
 typedef int (*ModuleUnload)(void *);
 
 int fail(const char *what, const char *detail) {
@@ -52,7 +52,8 @@ int main(int argc, char **argv) {
   a.local_mem_size = 64ull << 20;
   a.option_attr.backend = TDIST_BACKEND_CUDA;
   a.option_attr.wait_timeout_ms = 20000;
-  if (tdist_init_from_env(&a) != TDIST_SUCCESS) return fail("tdist_init_from_env", tdist_last_error_message());
+  if (tdist_init_from_env(&a) != TDIST_SUCCESS)
+    return fail("tdist_init_from_env", tdist_last_error_message());
   const int me = tdist_team_my_pe(TDIST_TEAM_WORLD), n = tdist_team_n_pes(TDIST_TEAM_WORLD);
   if (cudaSetDevice(tdist_cuda_device()) != cudaSuccess || cudaFree(nullptr) != cudaSuccess)
     return fail("cudaSetDevice", "no context");
@@ -89,14 +90,15 @@ int main(int argc, char **argv) {
     void *args[] = {&buf, &sig, &out, &salt, &r};
     if (launch(fn, P, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr) != 0) return fail("cuLaunchKernel", "ring");
     if (cudaDeviceSynchronize() != cudaSuccess) return fail("kernel", cudaGetErrorString(cudaGetLastError()));
-    if (tdist_cuda_check_fault(nullptr) != TDIST_SUCCESS) return fail("device fault", tdist_last_error_message());
+    if (tdist_cuda_check_fault(nullptr) != TDIST_SUCCESS)
+      return fail("device fault", tdist_last_error_message());
     std::vector<float> got(P);
     cudaMemcpy(got.data(), out, P * sizeof(float), cudaMemcpyDeviceToHost);
     for (int p = 0; p < P; ++p) {
       const float want = salt + float(prev) * 1000.0f + float(p);
       if (!(got[p] == want)) {
-        std::fprintf(stderr, "PE %d round %d program %d: got %g, want %g (from PE %d)\n", me, round, p, got[p],
-                     want, prev);
+        std::fprintf(stderr, "PE %d round %d program %d: got %g, want %g (from PE %d)\n", me, round, p,
+                     got[p], want, prev);
         ++bad;
       }
     }

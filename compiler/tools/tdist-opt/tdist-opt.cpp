@@ -40,7 +40,7 @@ namespace {
 /// dialect is loaded, so an unregistered `tt.func` is not taken for an unknown symbol table and
 /// a `func.call` inside it resolves against the module (docs/COMPILE.md section 2).
 class TritonPlaceholderDialect : public mlir::Dialect {
-public:
+ public:
   explicit TritonPlaceholderDialect(mlir::MLIRContext *ctx)
       : mlir::Dialect(getDialectNamespace(), ctx, mlir::TypeID::get<TritonPlaceholderDialect>()) {
     allowUnknownOperations();
@@ -48,18 +48,17 @@ public:
   }
   static llvm::StringRef getDialectNamespace() { return "tt"; }
 };
-} // namespace
+}  // namespace
 MLIR_DECLARE_EXPLICIT_TYPE_ID(TritonPlaceholderDialect)
 MLIR_DEFINE_EXPLICIT_TYPE_ID(TritonPlaceholderDialect)
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::triton::distributed::DistributedDialect, mlir::hivm::HIVMDialect,
-                  mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
-                  mlir::func::FuncDialect, mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect,
-                  mlir::linalg::LinalgDialect, mlir::memref::MemRefDialect,
-                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect, mlir::ub::UBDialect,
-                  mlir::vector::VectorDialect>();
+                  mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+                  mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect, mlir::linalg::LinalgDialect,
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect, mlir::tensor::TensorDialect,
+                  mlir::ub::UBDialect, mlir::vector::VectorDialect>();
   // The ascend-cpu pipeline runs the upstream Linalg / bufferization / memref lowering, which
   // needs the upstream dialects and their interface models (bufferization, ConvertToLLVM, ...).
   mlir::registerAllDialects(registry);
@@ -72,14 +71,14 @@ int main(int argc, char **argv) {
 
   // `--tdist-pipeline=<target>` -> `--tdist-pipeline-<target>` (a registered pipeline).
   std::vector<std::string> storage;
-  storage.reserve(argc); // no reallocation: args keeps pointers into it
+  storage.reserve(argc);  // no reallocation: args keeps pointers into it
   std::vector<char *> args(argv, argv + argc);
   for (char *&arg : args) {
     constexpr const char kFlag[] = "--tdist-pipeline=";
     if (std::strncmp(arg, kFlag, sizeof(kFlag) - 1) == 0) {
       std::string target = arg + sizeof(kFlag) - 1;
-      if (target != "ascend" && target != "ascend-ttir" && target != "ascend-cpu" &&
-          target != "gpu" && target != "cpu") {
+      if (target != "ascend" && target != "ascend-ttir" && target != "ascend-cpu" && target != "gpu" &&
+          target != "cpu") {
         llvm::errs() << "tdist-opt: unknown --tdist-pipeline '" << target
                      << "' (expected ascend, ascend-ttir, ascend-cpu, gpu or cpu)\n";
         return 1;
@@ -88,6 +87,6 @@ int main(int argc, char **argv) {
       arg = storage.back().data();
     }
   }
-  return mlir::asMainReturnCode(mlir::MlirOptMain(static_cast<int>(args.size()), args.data(),
-                                                  "tdist optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(static_cast<int>(args.size()), args.data(), "tdist optimizer driver\n", registry));
 }

@@ -43,8 +43,7 @@ typedef struct tdist_kernel_pack_t {
  *     x = pid % gx,  y = (pid / gx) % gy,  z = pid / (gx * gy)
  * (x fastest), so tdistx_num_programs(0) == gx * gy * gz.
  */
-TDIST_EXPORT int tdist_cpu_launch_grid(const int32_t grid[3], tdist_cpu_kernel_fn entry,
-                                       void **args);
+TDIST_EXPORT int tdist_cpu_launch_grid(const int32_t grid[3], tdist_cpu_kernel_fn entry, void **args);
 
 /*
  * Block events among the programs of one launch: Ascend's intra-kernel sync_block_{set,wait,all}

@@ -120,11 +120,11 @@ extern "C" TDISTI_NV_DEV int printf(const char *, ...); /* clang lowers it to vp
  * Internal helpers (tdisti_nv_*): special registers, PTX memory operations, fault record.
  * ====================================================================================== */
 
-#define TDISTI_NV_SREG(name, reg)                                  \
-  TDISTI_NV_FN uint32_t tdisti_nv_##name(void) {                     \
-    uint32_t v;                                                    \
-    asm volatile("mov.u32 %0, %%" reg ";" : "=r"(v));              \
-    return v;                                                      \
+#define TDISTI_NV_SREG(name, reg)                     \
+  TDISTI_NV_FN uint32_t tdisti_nv_##name(void) {      \
+    uint32_t v;                                       \
+    asm volatile("mov.u32 %0, %%" reg ";" : "=r"(v)); \
+    return v;                                         \
   }
 TDISTI_NV_SREG(tid_x, "tid.x")
 TDISTI_NV_SREG(tid_y, "tid.y")
@@ -143,7 +143,8 @@ TDISTI_NV_SREG(laneid, "laneid")
 
 /* Linear thread index in the CTA and CTA size. */
 TDISTI_NV_FN uint32_t tdisti_nv_block_tid(void) {
-  return tdisti_nv_tid_x() + tdisti_nv_ntid_x() * (tdisti_nv_tid_y() + tdisti_nv_ntid_y() * tdisti_nv_tid_z());
+  return tdisti_nv_tid_x() +
+         tdisti_nv_ntid_x() * (tdisti_nv_tid_y() + tdisti_nv_ntid_y() * tdisti_nv_tid_z());
 }
 TDISTI_NV_FN uint32_t tdisti_nv_block_size(void) {
   return tdisti_nv_ntid_x() * tdisti_nv_ntid_y() * tdisti_nv_ntid_z();
@@ -213,7 +214,10 @@ TDISTI_NV_FN uint64_t tdisti_nv_atom_add_acq_rel_gpu_u64(void *p, uint64_t v) {
 }
 TDISTI_NV_FN int32_t tdisti_nv_atom_cas_s32(void *p, int32_t cmp, int32_t v) {
   int32_t old;
-  asm volatile("atom.relaxed.sys.global.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(cmp), "r"(v) : "memory");
+  asm volatile("atom.relaxed.sys.global.cas.b32 %0, [%1], %2, %3;"
+               : "=r"(old)
+               : "l"(p), "r"(cmp), "r"(v)
+               : "memory");
   return old;
 }
 TDISTI_NV_FN int32_t tdisti_nv_ld_volatile_s32(const void *p) {
@@ -227,9 +231,15 @@ TDISTI_NV_FN void tdisti_nv_fence_sc_sys(void) { asm volatile("fence.sc.sys;" ::
 /* Width-generic release store / relaxed load of one element of 1, 2, 4 or 8 bytes (bit copies). */
 TDISTI_NV_FN void tdisti_nv_st_release_bits(void *p, uint64_t bits, unsigned size) {
   switch (size) {
-    case 1: asm volatile("st.release.sys.global.b8 [%0], %1;" ::"l"(p), "r"((uint32_t)bits) : "memory"); break;
-    case 2: asm volatile("st.release.sys.global.b16 [%0], %1;" ::"l"(p), "h"((uint16_t)bits) : "memory"); break;
-    case 4: asm volatile("st.release.sys.global.b32 [%0], %1;" ::"l"(p), "r"((uint32_t)bits) : "memory"); break;
+    case 1:
+      asm volatile("st.release.sys.global.b8 [%0], %1;" ::"l"(p), "r"((uint32_t)bits) : "memory");
+      break;
+    case 2:
+      asm volatile("st.release.sys.global.b16 [%0], %1;" ::"l"(p), "h"((uint16_t)bits) : "memory");
+      break;
+    case 4:
+      asm volatile("st.release.sys.global.b32 [%0], %1;" ::"l"(p), "r"((uint32_t)bits) : "memory");
+      break;
     default: asm volatile("st.release.sys.global.b64 [%0], %1;" ::"l"(p), "l"(bits) : "memory"); break;
   }
 }
@@ -238,7 +248,9 @@ TDISTI_NV_FN uint64_t tdisti_nv_ld_relaxed_bits(const void *p, unsigned size) {
   uint16_t h;
   uint64_t l;
   switch (size) {
-    case 1: asm volatile("ld.relaxed.sys.global.b8 %0, [%1];" : "=r"(r) : "l"(p) : "memory"); return r & 0xffu;
+    case 1:
+      asm volatile("ld.relaxed.sys.global.b8 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+      return r & 0xffu;
     case 2: asm volatile("ld.relaxed.sys.global.b16 %0, [%1];" : "=h"(h) : "l"(p) : "memory"); return h;
     case 4: asm volatile("ld.relaxed.sys.global.b32 %0, [%1];" : "=r"(r) : "l"(p) : "memory"); return r;
     default: asm volatile("ld.relaxed.sys.global.b64 %0, [%1];" : "=l"(l) : "l"(p) : "memory"); return l;
@@ -266,17 +278,15 @@ TDISTI_NV_FN int32_t tdisti_nv_ldc_s32(const void *p) {
 #define TDISTI_NV_SF_U64(st, field) tdisti_nv_ldc_u64(&(st)->field)
 #define TDISTI_NV_SF_S32(st, field) tdisti_nv_ldc_s32(&(st)->field)
 
-TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state(void) {
-  return tdisti_device_state;
-}
+TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state(void) { return tdisti_device_state; }
 /* Base of PE `pe`'s heap in the p2p table (NULL: not reachable by load/store). */
 TDISTI_NV_FN char *tdisti_nv_p2p_base(const tdist_device_state_t *st, int pe) {
   if (tdisti_fast.n_pes > 0) return (char *)(uintptr_t)tdisti_fast.p2p_base[pe];
   void **tab = (void **)TDISTI_NV_SF_PTR(st, p2p_heap_base);
   return (char *)(uintptr_t)tdisti_nv_ldc_u64(tab + pe);
 }
-TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int32_t cmp,
-                                  uint64_t expected, uint64_t seen);
+TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int32_t cmp, uint64_t expected,
+                                  uint64_t seen);
 /* The state, trapping with a message when this module was never bound. */
 TDISTI_NV_FN tdist_device_state_t *tdisti_nv_state_checked(void) {
   tdist_device_state_t *st = tdisti_nv_state();
@@ -292,13 +302,14 @@ TDISTI_NV_FN uint64_t tdisti_nv_heap_offset(const tdist_device_state_t *st, cons
 
 /* Record the launch's sticky fault (first one wins), set the heap fault flag, and in debug mode
  * print the diagnostic and trap. */
-TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int32_t cmp,
-                                  uint64_t expected, uint64_t seen) {
+TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int32_t cmp, uint64_t expected,
+                                  uint64_t seen) {
   tdist_device_state_t *st = tdisti_nv_state();
   if (st == 0) {
     /* No state: the module was never bound. Nothing to record into; always trap. */
-    TDISTI_NV_PRINTF("tdist: device state not bound in this module (call tdist_cuda_bind_state or "
-           "tdist_cuda_register_module after tdist_init)\n");
+    TDISTI_NV_PRINTF(
+        "tdist: device state not bound in this module (call tdist_cuda_bind_state or "
+        "tdist_cuda_register_module after tdist_init)\n");
     tdisti_nv_trap();
     return;
   }
@@ -309,14 +320,14 @@ TDISTI_NV_FN void tdisti_nv_fault(int32_t code, int32_t pe, uint64_t offset, int
     st->fault_seen = seen;
     st->fault_cmp = cmp;
     tdisti_nv_fence_sc_sys();
-    if (st->heap_base != 0)
-      tdisti_nv_st_release_u64((char *)st->heap_base + TDIST_SYNC_FAULT_OFF, 1);
+    if (st->heap_base != 0) tdisti_nv_st_release_u64((char *)st->heap_base + TDIST_SYNC_FAULT_OFF, 1);
   }
   if (st->debug) {
-    TDISTI_NV_PRINTF("tdist[pe %d]: device fault %d: PE %d heap offset %llu cmp %d expected %llu seen %llu "
-           "(block %u thread %u)\n",
-           st->my_pe, code, pe, (unsigned long long)offset, cmp, (unsigned long long)expected,
-           (unsigned long long)seen, tdisti_nv_ctaid_x(), tdisti_nv_block_tid());
+    TDISTI_NV_PRINTF(
+        "tdist[pe %d]: device fault %d: PE %d heap offset %llu cmp %d expected %llu seen %llu "
+        "(block %u thread %u)\n",
+        st->my_pe, code, pe, (unsigned long long)offset, cmp, (unsigned long long)expected,
+        (unsigned long long)seen, tdisti_nv_ctaid_x(), tdisti_nv_block_tid());
     tdisti_nv_trap();
   }
 }
@@ -453,9 +464,9 @@ TDISTI_NV_FN int32_t tdisti_nv_wait_one(const T *addr, int cmp, T v, uint64_t ti
 }
 
 /* Wait until each of n slots (`stride` bytes apart, TDIST_SIGNAL_SLOT_BYTES unless the caller says
- * otherwise) equals v; first/step select this thread's subset (cooperative waits). A thread with one slot polls it with ld.acquire; one with
- * several sweeps them with relaxed loads, so all are in flight at once, and one acquire fence ends
- * the sweep. Returns 0 or the status that ended the wait. */
+ * otherwise) equals v; first/step select this thread's subset (cooperative waits). A thread with one slot
+ * polls it with ld.acquire; one with several sweeps them with relaxed loads, so all are in flight at once,
+ * and one acquire fence ends the sweep. Returns 0 or the status that ended the wait. */
 template <class T>
 TDISTI_NV_FN int32_t tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_t first, int32_t step,
                                           uint64_t timeout, size_t stride = TDIST_SIGNAL_SLOT_BYTES) {
@@ -463,8 +474,7 @@ TDISTI_NV_FN int32_t tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_
   if (first >= n) return 0;
   if (first + step >= n) {
     T seen;
-    return tdisti_nv_wait_one<T>((const T *)(base + (size_t)first * stride), TDIST_CMP_EQ,
-                                 v, timeout, &seen);
+    return tdisti_nv_wait_one<T>((const T *)(base + (size_t)first * stride), TDIST_CMP_EQ, v, timeout, &seen);
   }
   tdist_device_state_t *st = 0;
   uint64_t t0 = 0;
@@ -491,8 +501,8 @@ TDISTI_NV_FN int32_t tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_
       if (st == 0) return TDISTI_NV_ERR_INVALID_PARAM;
       t0 = tdisti_nv_globaltimer();
     } else if ((it & 63u) == 0) {
-      const int32_t s = tdisti_nv_wait_check(st, t0, timeout, base + (size_t)bad * stride,
-                                             TDIST_CMP_EQ, (uint64_t)v, (uint64_t)seen);
+      const int32_t s = tdisti_nv_wait_check(st, t0, timeout, base + (size_t)bad * stride, TDIST_CMP_EQ,
+                                             (uint64_t)v, (uint64_t)seen);
       if (s != 0) return s;
     }
   }
@@ -504,12 +514,12 @@ TDISTI_NV_FN int32_t tdisti_nv_wait_slots(const T *slots, int32_t n, T v, int32_
 TDISTI_NV_FN void tdisti_nv_stop(const char *what, int32_t status) {
   tdist_device_state_t *st = tdisti_nv_state();
   if (st != 0 && tdisti_nv_atom_cas_s32(&st->fault_reported, 0, 1) == 0) {
-    TDISTI_NV_PRINTF("tdist[pe %d]: %s gave up (status %d): fault %d on PE %d, heap offset 0x%llx, cmp %d, "
-                     "expected %llu, seen %llu (block %u thread %u)\n",
-                     st->my_pe, what, status, tdisti_nv_ld_volatile_s32(&st->fault_code), st->fault_pe,
-                     (unsigned long long)st->fault_offset, st->fault_cmp,
-                     (unsigned long long)st->fault_expected, (unsigned long long)st->fault_seen,
-                     tdisti_nv_ctaid_x(), tdisti_nv_block_tid());
+    TDISTI_NV_PRINTF(
+        "tdist[pe %d]: %s gave up (status %d): fault %d on PE %d, heap offset 0x%llx, cmp %d, "
+        "expected %llu, seen %llu (block %u thread %u)\n",
+        st->my_pe, what, status, tdisti_nv_ld_volatile_s32(&st->fault_code), st->fault_pe,
+        (unsigned long long)st->fault_offset, st->fault_cmp, (unsigned long long)st->fault_expected,
+        (unsigned long long)st->fault_seen, tdisti_nv_ctaid_x(), tdisti_nv_block_tid());
   }
   (void)what;
   (void)status;
@@ -549,8 +559,10 @@ TDISTI_NV_FN void *tdisti_nv_ptr_slow(const void *addr, int pe) {
 TDISTI_NV_FN void *tdisti_nv_ptr(const void *addr, int pe) {
   const uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)tdisti_fast.heap_base);
   const uint64_t stride = tdisti_fast.p2p_stride;
-  const bool fast = ((uint32_t)pe < (uint32_t)tdisti_fast.n_pes) & (off < tdisti_fast.heap_size) & (stride != 0);
-  if (__builtin_expect(fast, 1)) return (void *)(uintptr_t)(tdisti_fast.p2p_base[0] + (uint64_t)pe * stride + off);
+  const bool fast =
+      ((uint32_t)pe < (uint32_t)tdisti_fast.n_pes) & (off < tdisti_fast.heap_size) & (stride != 0);
+  if (__builtin_expect(fast, 1))
+    return (void *)(uintptr_t)(tdisti_fast.p2p_base[0] + (uint64_t)pe * stride + off);
   return tdisti_nv_ptr_slow(addr, pe);
 }
 
@@ -572,12 +584,17 @@ TDISTI_NV_FN tdisti_nv_v16 tdisti_nv_ld16(const tdisti_nv_v16 *p) {
   return v;
 }
 TDISTI_NV_FN void tdisti_nv_st16(tdisti_nv_v16 *p, tdisti_nv_v16 v) {
-  asm volatile("st.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+  asm volatile("st.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
 }
 template <class V>
-TDISTI_NV_FN V tdisti_nv_ld(const V *p) { return *p; }
+TDISTI_NV_FN V tdisti_nv_ld(const V *p) {
+  return *p;
+}
 template <class V>
-TDISTI_NV_FN void tdisti_nv_st(V *p, V v) { *p = v; }
+TDISTI_NV_FN void tdisti_nv_st(V *p, V v) {
+  *p = v;
+}
 TDISTI_NV_FN tdisti_nv_v16 tdisti_nv_ld(const tdisti_nv_v16 *p) { return tdisti_nv_ld16(p); }
 TDISTI_NV_FN void tdisti_nv_st(tdisti_nv_v16 *p, tdisti_nv_v16 v) { tdisti_nv_st16(p, v); }
 
@@ -671,24 +688,24 @@ TDISTI_NV_ABI int tdist_n_pes(void) {
 TDISTI_NV_ABI void *tdist_ptr(const void *addr, int pe) { return tdisti_nv_ptr(addr, pe); }
 
 /* Typed p (release store: usable as a flag) and g (relaxed system-scope load). */
-#define TDISTI_NV_DEFINE_PG(name, T)                                          \
-  TDISTI_NV_ABI void tdist_##name##_p(T *dst, T value, int pe) {              \
-    T *p = (T *)tdisti_nv_ptr(dst, pe);                                       \
-    if (p == 0) return;                                                       \
-    uint64_t bits = 0;                                                        \
-    __builtin_memcpy(&bits, &value, sizeof(T));                               \
-    tdisti_nv_st_release_bits(p, bits, sizeof(T));                            \
-  }                                                                           \
-  TDISTI_NV_ABI T tdist_##name##_g(const T *src, int pe) {                    \
-    const T *p = (const T *)tdisti_nv_ptr(src, pe);                           \
-    T v;                                                                      \
-    if (p == 0) {                                                             \
-      __builtin_memset(&v, 0, sizeof v);                                      \
-      return v;                                                               \
-    }                                                                         \
-    uint64_t bits = tdisti_nv_ld_relaxed_bits(p, sizeof(T));                  \
-    __builtin_memcpy(&v, &bits, sizeof(T));                                   \
-    return v;                                                                 \
+#define TDISTI_NV_DEFINE_PG(name, T)                             \
+  TDISTI_NV_ABI void tdist_##name##_p(T *dst, T value, int pe) { \
+    T *p = (T *)tdisti_nv_ptr(dst, pe);                          \
+    if (p == 0) return;                                          \
+    uint64_t bits = 0;                                           \
+    __builtin_memcpy(&bits, &value, sizeof(T));                  \
+    tdisti_nv_st_release_bits(p, bits, sizeof(T));               \
+  }                                                              \
+  TDISTI_NV_ABI T tdist_##name##_g(const T *src, int pe) {       \
+    const T *p = (const T *)tdisti_nv_ptr(src, pe);              \
+    T v;                                                         \
+    if (p == 0) {                                                \
+      __builtin_memset(&v, 0, sizeof v);                         \
+      return v;                                                  \
+    }                                                            \
+    uint64_t bits = tdisti_nv_ld_relaxed_bits(p, sizeof(T));     \
+    __builtin_memcpy(&v, &bits, sizeof(T));                      \
+    return v;                                                    \
   }
 TDIST_FOR_EACH_RMA_TYPE(TDISTI_NV_DEFINE_PG)
 #undef TDISTI_NV_DEFINE_PG
@@ -720,8 +737,8 @@ TDISTI_NV_ABI void tdist_putmem_signal(void *dst, const void *src, size_t nbytes
   /* The release below orders this thread's data stores before the signal. */
   tdist_signal_op(sig_addr, signal, sig_op, pe);
 }
-TDISTI_NV_ABI void tdist_putmem_signal_nbi(void *dst, const void *src, size_t nbytes,
-                                           uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {
+TDISTI_NV_ABI void tdist_putmem_signal_nbi(void *dst, const void *src, size_t nbytes, uint64_t *sig_addr,
+                                           uint64_t signal, int sig_op, int pe) {
   tdist_putmem_signal(dst, src, nbytes, sig_addr, signal, sig_op, pe);
 }
 
@@ -734,21 +751,21 @@ TDISTI_NV_ABI uint64_t tdist_signal_wait_until(uint64_t *sig_addr, int cmp, uint
   return seen;
 }
 
-#define TDISTI_NV_DEFINE_WAIT_UNTIL(name, T)                              \
-  TDISTI_NV_ABI void tdist_##name##_wait_until(T *ivar, int cmp, T cmp_value) { \
-    T seen;                                                               \
+#define TDISTI_NV_DEFINE_WAIT_UNTIL(name, T)                                           \
+  TDISTI_NV_ABI void tdist_##name##_wait_until(T *ivar, int cmp, T cmp_value) {        \
+    T seen;                                                                            \
     (void)tdisti_nv_wait_one<T>(ivar, cmp, cmp_value, TDISTI_NV_TIMEOUT_STATE, &seen); \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_WAIT_UNTIL)
 #undef TDISTI_NV_DEFINE_WAIT_UNTIL
 
-#define TDISTI_NV_DEFINE_SLOT_OPS(name, T)                                                 \
-  TDISTI_NV_ABI int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                 \
-    (void)tdisti_nv_wait_slots<T>(slots, n, value, 0, 1, TDISTI_NV_TIMEOUT_STATE);         \
-    return 0;                                                                              \
-  }                                                                                        \
-  TDISTI_NV_ABI void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {  \
-    tdisti_nv_notify<T>(slot, value, pe, sig_op);                                          \
+#define TDISTI_NV_DEFINE_SLOT_OPS(name, T)                                                \
+  TDISTI_NV_ABI int32_t tdistx_wait_##name(T *slots, int32_t n, T value) {                \
+    (void)tdisti_nv_wait_slots<T>(slots, n, value, 0, 1, TDISTI_NV_TIMEOUT_STATE);        \
+    return 0;                                                                             \
+  }                                                                                       \
+  TDISTI_NV_ABI void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) { \
+    tdisti_nv_notify<T>(slot, value, pe, sig_op);                                         \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_SLOT_OPS)
 #undef TDISTI_NV_DEFINE_SLOT_OPS
@@ -798,8 +815,8 @@ TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st) {
     if (bad < 0) break;
     if ((it & 63u) == 63u &&
         (status = tdisti_nv_wait_check(st, t0, st->wait_timeout_ns,
-                                       tdisti_nv_p2p_base(st, bad) + TDIST_SYNC_DEVICE_BARRIER_OFF, TDIST_CMP_EQ, e,
-                                       seen)) != 0)
+                                       tdisti_nv_p2p_base(st, bad) + TDIST_SYNC_DEVICE_BARRIER_OFF,
+                                       TDIST_CMP_EQ, e, seen)) != 0)
       break;
   }
   tdisti_nv_fence_acq_rel_sys();
@@ -837,49 +854,49 @@ TDISTI_NV_ABI int32_t tdistx_program_id(int32_t axis) {
   return (int32_t)(axis == 0 ? tdisti_nv_ctaid_x() : axis == 1 ? tdisti_nv_ctaid_y() : tdisti_nv_ctaid_z());
 }
 TDISTI_NV_ABI int32_t tdistx_num_programs(int32_t axis) {
-  return (int32_t)(axis == 0 ? tdisti_nv_nctaid_x() : axis == 1 ? tdisti_nv_nctaid_y() : tdisti_nv_nctaid_z());
+  return (int32_t)(axis == 0   ? tdisti_nv_nctaid_x()
+                   : axis == 1 ? tdisti_nv_nctaid_y()
+                               : tdisti_nv_nctaid_z());
 }
 
 /* ======================================================================================
  * Warp and block forms (extensions). Every participating thread passes the same arguments.
  * ====================================================================================== */
 
-#define TDISTI_NV_DEFINE_GROUP_RMA(scope, IDX, SIZE, SYNC)                                         \
-  TDISTI_NV_ABI void tdistx_putmem_##scope(void *dst, const void *src, size_t nbytes, int pe) {    \
-    void *p = tdisti_nv_ptr(dst, pe);                                                             \
-    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                             \
-    SYNC;                                                                                         \
-  }                                                                                               \
-  TDISTI_NV_ABI void tdistx_getmem_##scope(void *dst, const void *src, size_t nbytes, int pe) {    \
-    const void *p = tdisti_nv_ptr(src, pe);                                                       \
-    if (p) tdisti_nv_copy(dst, p, nbytes, IDX, SIZE);                                             \
-    SYNC;                                                                                         \
-  }                                                                                               \
-  TDISTI_NV_ABI void tdistx_putmem_nbi_##scope(void *dst, const void *src, size_t nbytes, int pe) { \
-    void *p = tdisti_nv_ptr(dst, pe);                                                             \
-    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                             \
-  }                                                                                               \
-  TDISTI_NV_ABI void tdistx_getmem_nbi_##scope(void *dst, const void *src, size_t nbytes, int pe) { \
-    const void *p = tdisti_nv_ptr(src, pe);                                                       \
-    if (p) tdisti_nv_copy(dst, p, nbytes, IDX, SIZE);                                             \
-  }                                                                                               \
-  /* data from all participants, then (after the group sync) one release signal */               \
-  TDISTI_NV_ABI void tdistx_putmem_signal_##scope(void *dst, const void *src, size_t nbytes,      \
-                                                  uint64_t *sig_addr, uint64_t signal, int sig_op, \
-                                                  int pe) {                                       \
-    void *p = tdisti_nv_ptr(dst, pe);                                                             \
-    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                             \
-    SYNC;                                                                                         \
-    if (IDX == 0) {                                                                               \
-      tdisti_nv_fence_sc_sys();                                                                   \
-      tdist_signal_op(sig_addr, signal, sig_op, pe);                                              \
-    }                                                                                             \
-    SYNC;                                                                                         \
-  }                                                                                               \
-  TDISTI_NV_ABI void tdistx_putmem_signal_nbi_##scope(void *dst, const void *src, size_t nbytes,  \
-                                                      uint64_t *sig_addr, uint64_t signal,        \
-                                                      int sig_op, int pe) {                       \
-    tdistx_putmem_signal_##scope(dst, src, nbytes, sig_addr, signal, sig_op, pe);                 \
+#define TDISTI_NV_DEFINE_GROUP_RMA(scope, IDX, SIZE, SYNC)                                                   \
+  TDISTI_NV_ABI void tdistx_putmem_##scope(void *dst, const void *src, size_t nbytes, int pe) {              \
+    void *p = tdisti_nv_ptr(dst, pe);                                                                        \
+    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                                        \
+    SYNC;                                                                                                    \
+  }                                                                                                          \
+  TDISTI_NV_ABI void tdistx_getmem_##scope(void *dst, const void *src, size_t nbytes, int pe) {              \
+    const void *p = tdisti_nv_ptr(src, pe);                                                                  \
+    if (p) tdisti_nv_copy(dst, p, nbytes, IDX, SIZE);                                                        \
+    SYNC;                                                                                                    \
+  }                                                                                                          \
+  TDISTI_NV_ABI void tdistx_putmem_nbi_##scope(void *dst, const void *src, size_t nbytes, int pe) {          \
+    void *p = tdisti_nv_ptr(dst, pe);                                                                        \
+    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                                        \
+  }                                                                                                          \
+  TDISTI_NV_ABI void tdistx_getmem_nbi_##scope(void *dst, const void *src, size_t nbytes, int pe) {          \
+    const void *p = tdisti_nv_ptr(src, pe);                                                                  \
+    if (p) tdisti_nv_copy(dst, p, nbytes, IDX, SIZE);                                                        \
+  }                                                                                                          \
+  /* data from all participants, then (after the group sync) one release signal */                           \
+  TDISTI_NV_ABI void tdistx_putmem_signal_##scope(void *dst, const void *src, size_t nbytes,                 \
+                                                  uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { \
+    void *p = tdisti_nv_ptr(dst, pe);                                                                        \
+    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                                        \
+    SYNC;                                                                                                    \
+    if (IDX == 0) {                                                                                          \
+      tdisti_nv_fence_sc_sys();                                                                              \
+      tdist_signal_op(sig_addr, signal, sig_op, pe);                                                         \
+    }                                                                                                        \
+    SYNC;                                                                                                    \
+  }                                                                                                          \
+  TDISTI_NV_ABI void tdistx_putmem_signal_nbi_##scope(                                                       \
+      void *dst, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {  \
+    tdistx_putmem_signal_##scope(dst, src, nbytes, sig_addr, signal, sig_op, pe);                            \
   }
 TDISTI_NV_DEFINE_GROUP_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp())
 TDISTI_NV_DEFINE_GROUP_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(), tdisti_nv_syncthreads())
@@ -898,9 +915,9 @@ TDISTI_NV_FN int32_t tdisti_nv_wait_slots_block(const T *slots, int32_t n, T v, 
   const int32_t f = st ? tdisti_nv_ld_volatile_s32(&st->fault_code) : TDISTI_NV_ERR_INVALID_PARAM;
   return f != 0 ? f : TDISTI_NV_ERR_TIMEOUT;
 }
-#define TDISTI_NV_DEFINE_WAIT_BLOCK(name, T)                                           \
-  TDISTI_NV_ABI int32_t tdistx_wait_##name##_block(T *slots, int32_t n, T value) {     \
-    return tdisti_nv_wait_slots_block<T>(slots, n, value, TDISTI_NV_TIMEOUT_STATE);    \
+#define TDISTI_NV_DEFINE_WAIT_BLOCK(name, T)                                        \
+  TDISTI_NV_ABI int32_t tdistx_wait_##name##_block(T *slots, int32_t n, T value) {  \
+    return tdisti_nv_wait_slots_block<T>(slots, n, value, TDISTI_NV_TIMEOUT_STATE); \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_WAIT_BLOCK)
 #undef TDISTI_NV_DEFINE_WAIT_BLOCK
@@ -915,14 +932,14 @@ TDISTI_NV_ABI int64_t tdist_ptr_i64(int64_t addr, int32_t pe) {
   return TDISTI_NV_I(tdisti_nv_ptr(TDISTI_NV_P(addr), pe));
 }
 
-#define TDISTI_NV_DEFINE_PG_I64(name, T)                                         \
-  TDISTI_NV_ABI void tdist_##name##_p_i64(int64_t dst, T value, int32_t pe) {    \
-    tdisti_nv_syncthreads();                                                     \
+#define TDISTI_NV_DEFINE_PG_I64(name, T)                                                \
+  TDISTI_NV_ABI void tdist_##name##_p_i64(int64_t dst, T value, int32_t pe) {           \
+    tdisti_nv_syncthreads();                                                            \
     if (tdisti_nv_block_tid() == 0) tdist_##name##_p((T *)TDISTI_NV_P(dst), value, pe); \
-    tdisti_nv_syncthreads();                                                     \
-  }                                                                              \
-  TDISTI_NV_ABI T tdist_##name##_g_i64(int64_t src, int32_t pe) {                \
-    return tdist_##name##_g((const T *)TDISTI_NV_P(src), pe);                    \
+    tdisti_nv_syncthreads();                                                            \
+  }                                                                                     \
+  TDISTI_NV_ABI T tdist_##name##_g_i64(int64_t src, int32_t pe) {                       \
+    return tdist_##name##_g((const T *)TDISTI_NV_P(src), pe);                           \
   }
 TDIST_FOR_EACH_RMA_TYPE(TDISTI_NV_DEFINE_PG_I64)
 #undef TDISTI_NV_DEFINE_PG_I64
@@ -941,12 +958,11 @@ TDISTI_NV_ABI void tdist_getmem_nbi_i64(int64_t dst, int64_t src, size_t nbytes,
 }
 TDISTI_NV_ABI void tdist_putmem_signal_i64(int64_t dst, int64_t src, size_t nbytes, int64_t sig_addr,
                                            uint64_t signal, int32_t sig_op, int32_t pe) {
-  tdistx_putmem_signal_block(TDISTI_NV_P(dst), TDISTI_NV_P(src), nbytes,
-                             (uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);
+  tdistx_putmem_signal_block(TDISTI_NV_P(dst), TDISTI_NV_P(src), nbytes, (uint64_t *)TDISTI_NV_P(sig_addr),
+                             signal, sig_op, pe);
 }
-TDISTI_NV_ABI void tdist_putmem_signal_nbi_i64(int64_t dst, int64_t src, size_t nbytes,
-                                               int64_t sig_addr, uint64_t signal, int32_t sig_op,
-                                               int32_t pe) {
+TDISTI_NV_ABI void tdist_putmem_signal_nbi_i64(int64_t dst, int64_t src, size_t nbytes, int64_t sig_addr,
+                                               uint64_t signal, int32_t sig_op, int32_t pe) {
   tdist_putmem_signal_i64(dst, src, nbytes, sig_addr, signal, sig_op, pe);
 }
 /* The program's form of signal_op is the notify twin's body (bar.sync, then thread 0 releases):
@@ -990,27 +1006,27 @@ TDISTI_NV_ABI int32_t tdistx_wait_check_i64(int64_t t0, int64_t timeout_ns, int6
   return s;
 }
 
-#define TDISTI_NV_DEFINE_SIGNAL_I64(name, T)                                                    \
-  TDISTI_NV_ABI T tdist_##name##_wait_until_i64(int64_t ivar, int32_t cmp, T cmp_value,        \
-                                                int64_t timeout_ns) {                           \
-    T seen;                                                                                     \
-    const int32_t s = tdisti_nv_wait_one<T>((const T *)TDISTI_NV_P(ivar), cmp, cmp_value,        \
-                                            tdisti_nv_timeout_arg(timeout_ns), &seen);          \
-    if (s != 0) tdisti_nv_stop(#name "_wait_until", s);                                         \
-    return seen;                                                                                \
-  }                                                                                             \
+#define TDISTI_NV_DEFINE_SIGNAL_I64(name, T)                                                              \
+  TDISTI_NV_ABI T tdist_##name##_wait_until_i64(int64_t ivar, int32_t cmp, T cmp_value,                   \
+                                                int64_t timeout_ns) {                                     \
+    T seen;                                                                                               \
+    const int32_t s = tdisti_nv_wait_one<T>((const T *)TDISTI_NV_P(ivar), cmp, cmp_value,                 \
+                                            tdisti_nv_timeout_arg(timeout_ns), &seen);                    \
+    if (s != 0) tdisti_nv_stop(#name "_wait_until", s);                                                   \
+    return seen;                                                                                          \
+  }                                                                                                       \
   TDISTI_NV_ABI int32_t tdistx_wait_##name##_i64(int64_t slots, int32_t n, T value, int64_t timeout_ns) { \
-    const int32_t s = tdisti_nv_wait_slots_block<T>((const T *)TDISTI_NV_P(slots), n, value,     \
-                                                    tdisti_nv_timeout_arg(timeout_ns));         \
-    if (s != 0) tdisti_nv_stop("dl.wait", s);                                                   \
-    return 0;                                                                                   \
-  }                                                                                             \
-  /* bar.sync joins the program (its earlier stores are ordered before the release by            \
-   * cumulativity), then thread 0 alone releases. */                                            \
-  TDISTI_NV_ABI int32_t tdistx_notify_##name##_i64(int64_t slot, T value, int32_t pe, int32_t sig_op) { \
-    tdisti_nv_syncthreads();                                                                    \
-    if (tdisti_nv_block_tid() == 0) tdistx_notify_##name((T *)TDISTI_NV_P(slot), value, pe, sig_op); \
-    return 0;                                                                                   \
+    const int32_t s = tdisti_nv_wait_slots_block<T>((const T *)TDISTI_NV_P(slots), n, value,              \
+                                                    tdisti_nv_timeout_arg(timeout_ns));                   \
+    if (s != 0) tdisti_nv_stop("dl.wait", s);                                                             \
+    return 0;                                                                                             \
+  }                                                                                                       \
+  /* bar.sync joins the program (its earlier stores are ordered before the release by                     \
+   * cumulativity), then thread 0 alone releases. */                                                      \
+  TDISTI_NV_ABI int32_t tdistx_notify_##name##_i64(int64_t slot, T value, int32_t pe, int32_t sig_op) {   \
+    tdisti_nv_syncthreads();                                                                              \
+    if (tdisti_nv_block_tid() == 0) tdistx_notify_##name((T *)TDISTI_NV_P(slot), value, pe, sig_op);      \
+    return 0;                                                                                             \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_SIGNAL_I64)
 #undef TDISTI_NV_DEFINE_SIGNAL_I64
@@ -1032,8 +1048,10 @@ TDISTI_NV_ABI int32_t tdistx_event_wait_i64(int64_t slot, int64_t timeout_ns) {
   if (tdisti_nv_block_tid() == 0) {
     uint32_t *c = (uint32_t *)TDISTI_NV_P(slot), seen;
     s = tdisti_nv_wait_one<uint32_t>(c, TDIST_CMP_NE, 0u, tdisti_nv_timeout_arg(timeout_ns), &seen);
-    if (s == 0) asm volatile("red.relaxed.gpu.global.add.u32 [%0], -1;" ::"l"(c) : "memory");
-    else tdisti_nv_stop("sync_block_wait", s);
+    if (s == 0)
+      asm volatile("red.relaxed.gpu.global.add.u32 [%0], -1;" ::"l"(c) : "memory");
+    else
+      tdisti_nv_stop("sync_block_wait", s);
   }
   tdisti_nv_syncthreads();
   return 0;
@@ -1048,7 +1066,8 @@ TDISTI_NV_ABI int32_t tdistx_event_all_i64(int64_t slot, int32_t last, int64_t t
       asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(arrive) : "memory");
       asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(gen_p) : "memory");
     } else {
-      const int32_t s = tdisti_nv_wait_one<uint32_t>(gen_p, TDIST_CMP_NE, gen, tdisti_nv_timeout_arg(timeout_ns), &seen);
+      const int32_t s =
+          tdisti_nv_wait_one<uint32_t>(gen_p, TDIST_CMP_NE, gen, tdisti_nv_timeout_arg(timeout_ns), &seen);
       if (s != 0) tdisti_nv_stop("sync_block_all", s);
     }
   }
@@ -1120,7 +1139,8 @@ TDISTI_NV_FN uint32_t tdisti_nv_activemask(void) {
 TDISTI_NV_FN void tdisti_nv_shmem_barrier_one(int32_t team, const char *what) {
   tdist_device_state_t *st = tdisti_nv_state_checked();
   if (!tdisti_nv_team_is_world(team)) {
-    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, TDISTI_NV_SF_S32(st, my_pe), 0, -1, (uint64_t)(int64_t)team, 0);
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, TDISTI_NV_SF_S32(st, my_pe), 0, -1, (uint64_t)(int64_t)team,
+                    0);
     tdisti_nv_stop(what, TDISTI_NV_ERR_INVALID_PARAM);
   }
   tdisti_nv_fence_sc_sys(); /* every store this thread made or observed is released before the epoch */
@@ -1136,8 +1156,9 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_thread_i64(int32_t team) {
   if (lanes != 1) {
     tdist_device_state_t *st = tdisti_nv_state_checked();
     tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, TDISTI_NV_SF_S32(st, my_pe), 0, -1, lanes, 0);
-    tdisti_nv_stop("libshmem_device barrier (thread form, called by several lanes: use the _warp or _block form)",
-                   TDISTI_NV_ERR_INVALID_PARAM);
+    tdisti_nv_stop(
+        "libshmem_device barrier (thread form, called by several lanes: use the _warp or _block form)",
+        TDISTI_NV_ERR_INVALID_PARAM);
   }
   tdisti_nv_shmem_barrier_one(team, "libshmem_device barrier");
   return 0;
@@ -1155,50 +1176,52 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
   return 0;
 }
 
-#define TDISTI_NV_DEFINE_SHMEM_RMA(scope, IDX, SIZE, SYNC)                                               \
-  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes, int32_t pe) { \
-    SYNC;                                                                                                \
-    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                      \
-    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                               \
-    tdisti_nv_fence_sc_sys();                                                                            \
-    SYNC;                                                                                                \
-    return 0;                                                                                            \
-  }                                                                                                      \
-  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_##scope##_nbi_i64(int64_t dst, int64_t src, int64_t nbytes,   \
-                                                             int32_t pe) {                               \
-    SYNC;                                                                                                \
-    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                      \
-    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                               \
-    SYNC;                                                                                                \
-    return 0;                                                                                            \
-  }                                                                                                      \
-  TDISTI_NV_ABI int32_t tdistx_shmem_getmem_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes, int32_t pe) { \
-    SYNC;                                                                                                \
-    const void *p = tdisti_nv_ptr(TDISTI_NV_P(src), pe);                                                \
-    if (p) tdisti_nv_copy(TDISTI_NV_P(dst), p, (size_t)nbytes, IDX, SIZE);                               \
-    SYNC;                                                                                                \
-    return 0;                                                                                            \
-  }                                                                                                      \
-  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_signal_##scope##_nbi_i64(int64_t dst, int64_t src, int64_t nbytes, \
-                                                                    int64_t sig_addr, uint64_t signal,   \
-                                                                    int32_t sig_op, int32_t pe) {        \
-    SYNC;                                                                                                \
-    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                      \
-    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                               \
-    SYNC;                                                                                                \
-    if (IDX == 0) {                                                                                      \
-      tdisti_nv_fence_sc_sys();                                                                          \
-      tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);                            \
-    }                                                                                                    \
-    return 0;                                                                                            \
-  }                                                                                                      \
+#define TDISTI_NV_DEFINE_SHMEM_RMA(scope, IDX, SIZE, SYNC)                                                 \
+  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes,        \
+                                                          int32_t pe) {                                    \
+    SYNC;                                                                                                  \
+    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
+    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                                 \
+    tdisti_nv_fence_sc_sys();                                                                              \
+    SYNC;                                                                                                  \
+    return 0;                                                                                              \
+  }                                                                                                        \
+  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_##scope##_nbi_i64(int64_t dst, int64_t src, int64_t nbytes,    \
+                                                              int32_t pe) {                                \
+    SYNC;                                                                                                  \
+    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
+    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                                 \
+    SYNC;                                                                                                  \
+    return 0;                                                                                              \
+  }                                                                                                        \
+  TDISTI_NV_ABI int32_t tdistx_shmem_getmem_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes,        \
+                                                          int32_t pe) {                                    \
+    SYNC;                                                                                                  \
+    const void *p = tdisti_nv_ptr(TDISTI_NV_P(src), pe);                                                   \
+    if (p) tdisti_nv_copy(TDISTI_NV_P(dst), p, (size_t)nbytes, IDX, SIZE);                                 \
+    SYNC;                                                                                                  \
+    return 0;                                                                                              \
+  }                                                                                                        \
+  TDISTI_NV_ABI int32_t tdistx_shmem_putmem_signal_##scope##_nbi_i64(                                      \
+      int64_t dst, int64_t src, int64_t nbytes, int64_t sig_addr, uint64_t signal, int32_t sig_op,         \
+      int32_t pe) {                                                                                        \
+    SYNC;                                                                                                  \
+    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
+    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                                 \
+    SYNC;                                                                                                  \
+    if (IDX == 0) {                                                                                        \
+      tdisti_nv_fence_sc_sys();                                                                            \
+      tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);                              \
+    }                                                                                                      \
+    return 0;                                                                                              \
+  }                                                                                                        \
   TDISTI_NV_ABI int32_t tdistx_shmem_putmem_signal_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes, \
-                                                                int64_t sig_addr, uint64_t signal,       \
-                                                                int32_t sig_op, int32_t pe) { \
-    /* the non-blocking form, then the exit join that makes the call blocking */                     \
-    tdistx_shmem_putmem_signal_##scope##_nbi_i64(dst, src, nbytes, sig_addr, signal, sig_op, pe);        \
-    SYNC;                                                                                                \
-    return 0;                                                                                            \
+                                                                 int64_t sig_addr, uint64_t signal,        \
+                                                                 int32_t sig_op, int32_t pe) {             \
+    /* the non-blocking form, then the exit join that makes the call blocking */                           \
+    tdistx_shmem_putmem_signal_##scope##_nbi_i64(dst, src, nbytes, sig_addr, signal, sig_op, pe);          \
+    SYNC;                                                                                                  \
+    return 0;                                                                                              \
   }
 TDISTI_NV_DEFINE_SHMEM_RMA(thread, 0u, 1u, (void)0)
 TDISTI_NV_DEFINE_SHMEM_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp())
@@ -1206,7 +1229,8 @@ TDISTI_NV_DEFINE_SHMEM_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(),
 #undef TDISTI_NV_DEFINE_SHMEM_RMA
 
 /* Thread form of signal_op: the calling thread's release update (no CTA barrier). */
-TDISTI_NV_ABI int32_t tdistx_shmem_signal_op_i64(int64_t sig_addr, uint64_t signal, int32_t sig_op, int32_t pe) {
+TDISTI_NV_ABI int32_t tdistx_shmem_signal_op_i64(int64_t sig_addr, uint64_t signal, int32_t sig_op,
+                                                 int32_t pe) {
   tdist_signal_op((uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe);
   return 0;
 }
@@ -1214,13 +1238,13 @@ TDISTI_NV_ABI int32_t tdistx_shmem_signal_op_i64(int64_t sig_addr, uint64_t sign
 /* dl.wait with an explicit slot stride (bytes): the block-cooperative wait of tdistx_wait_<T>_i64
  * over slots `stride_bytes` apart (Triton-distributed lays a kernel's slots out contiguously:
  * stride = the element size). */
-#define TDISTI_NV_DEFINE_WAIT_STRIDED_I64(name, T)                                                        \
-  TDISTI_NV_ABI int32_t tdistx_wait_##name##_strided_i64(int64_t slots, int32_t n, int64_t stride_bytes,  \
-                                                         T value, int64_t timeout_ns) {                   \
-    const int32_t s = tdisti_nv_wait_slots_block<T>((const T *)TDISTI_NV_P(slots), n, value,              \
-                                                    tdisti_nv_timeout_arg(timeout_ns), (size_t)stride_bytes); \
-    if (s != 0) tdisti_nv_stop("dl.wait", s);                                                             \
-    return 0;                                                                                             \
+#define TDISTI_NV_DEFINE_WAIT_STRIDED_I64(name, T)                                                         \
+  TDISTI_NV_ABI int32_t tdistx_wait_##name##_strided_i64(int64_t slots, int32_t n, int64_t stride_bytes,   \
+                                                         T value, int64_t timeout_ns) {                    \
+    const int32_t s = tdisti_nv_wait_slots_block<T>(                                                       \
+        (const T *)TDISTI_NV_P(slots), n, value, tdisti_nv_timeout_arg(timeout_ns), (size_t)stride_bytes); \
+    if (s != 0) tdisti_nv_stop("dl.wait", s);                                                              \
+    return 0;                                                                                              \
   }
 TDIST_FOR_EACH_SIGNAL_TYPE(TDISTI_NV_DEFINE_WAIT_STRIDED_I64)
 #undef TDISTI_NV_DEFINE_WAIT_STRIDED_I64

@@ -52,10 +52,8 @@ TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream);
 /** SDMA engine: host-initiated copy-engine transfer to / from PE `pe` on `stream`.
  *  put: `dst` is a symmetric address (translated to `pe`), `src` any device memory;
  *  get: `src` symmetric on `pe`, `dst` any device memory. Asynchronous on `stream`. */
-TDIST_EXPORT int tdist_cuda_putmem_on_stream(void *dst, const void *src, size_t nbytes, int pe,
-                                             void *stream);
-TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t nbytes, int pe,
-                                             void *stream);
+TDIST_EXPORT int tdist_cuda_putmem_on_stream(void *dst, const void *src, size_t nbytes, int pe, void *stream);
+TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t nbytes, int pe, void *stream);
 
 /** Stream signals (no SM involved: the GPU's front end performs them in stream order, so they make
  *  progress even while persistent kernels occupy every SM).

@@ -38,6 +38,6 @@ LogicalResult buildTdistPipeline(OpPassManager &pm, llvm::StringRef target);
 /// Registers `tdist-pipeline-<t>` for ascend, ascend-ttir, ascend-cpu, gpu and cpu.
 void registerTdistPipelines();
 
-} // namespace mlir::tdist
+}  // namespace mlir::tdist
 
-#endif // TDIST_CONVERSION_PASSES_H
+#endif  // TDIST_CONVERSION_PASSES_H

@@ -36,8 +36,8 @@ void DistributedDialect::initialize() {
 
 bool mlir::triton::distributed::isTritonPointerType(Type type) {
   auto opaque = dyn_cast<OpaqueType>(type);
-  return opaque && opaque.getDialectNamespace() == "tt" &&
-         opaque.getTypeData().starts_with("ptr<") && opaque.getTypeData().ends_with(">");
+  return opaque && opaque.getDialectNamespace() == "tt" && opaque.getTypeData().starts_with("ptr<") &&
+         opaque.getTypeData().ends_with(">");
 }
 
 bool mlir::triton::distributed::isPointerType(Type type) {
@@ -45,10 +45,8 @@ bool mlir::triton::distributed::isPointerType(Type type) {
 }
 
 Type mlir::triton::distributed::getPointeeType(Type type) {
-  if (auto m = dyn_cast<MemRefType>(type))
-    return m.getElementType();
-  if (!isTritonPointerType(type))
-    return {};
+  if (auto m = dyn_cast<MemRefType>(type)) return m.getElementType();
+  if (!isTritonPointerType(type)) return {};
   // `ptr<T>` or `ptr<T, N>`: T is the text up to the last top-level comma.
   StringRef body = cast<OpaqueType>(type).getTypeData().drop_front(4).drop_back(1);
   int depth = 0;
@@ -70,29 +68,25 @@ Type mlir::triton::distributed::getPointeeType(Type type) {
 
 bool mlir::triton::distributed::isSignalType(Type type) {
   auto it = dyn_cast<IntegerType>(type);
-  if (!it)
-    return false;
-  if (it.isSignless())
-    return it.getWidth() == 32 || it.getWidth() == 64;
+  if (!it) return false;
+  if (it.isSignless()) return it.getWidth() == 32 || it.getWidth() == 64;
   return it.isUnsigned() && it.getWidth() == 64;
 }
 
 /// The pointee a pointer (or a tensor of pointers) carries, or null if the type does not say.
 static Type pointeeOf(Type ptr) {
-  if (auto t = dyn_cast<RankedTensorType>(ptr))
-    ptr = t.getElementType();
+  if (auto t = dyn_cast<RankedTensorType>(ptr)) ptr = t.getElementType();
   return getPointeeType(ptr);
 }
 
 /// `elem_type` must agree with the pointee a memref or !tt.ptr carries (it is redundant there,
 /// but harmless).
 static LogicalResult verifyElemType(Operation *op, Type ptr, std::optional<Type> elemType) {
-  if (!elemType)
-    return success();
+  if (!elemType) return success();
   if (Type me = pointeeOf(ptr); me && me != *elemType)
     return op->emitOpError() << "elem_type " << *elemType << " does not match the "
-                             << (isa<MemRefType>(ptr) ? "memref element" : "!tt.ptr pointee")
-                             << " type " << me;
+                             << (isa<MemRefType>(ptr) ? "memref element" : "!tt.ptr pointee") << " type "
+                             << me;
   return success();
 }
 
@@ -103,19 +97,17 @@ static LogicalResult verifyElemType(Operation *op, Type ptr, std::optional<Type>
 LogicalResult WaitOp::verify() {
   Type valueType = getWaitValue().getType();
   if (!isSignalType(valueType))
-    return emitOpError() << "waitValue must be i32, i64 or ui64 (a signal slot type), got "
-                         << valueType;
+    return emitOpError() << "waitValue must be i32, i64 or ui64 (a signal slot type), got " << valueType;
   if (Type me = pointeeOf(getBarrierPtr().getType()); me && me != valueType)
-    return emitOpError() << "barrierPtr element type " << me
-                         << " does not match waitValue type " << valueType;
+    return emitOpError() << "barrierPtr element type " << me << " does not match waitValue type "
+                         << valueType;
   if (getSemantic() != MemSemantic::ACQUIRE && getSemantic() != MemSemantic::RELAXED)
     return emitOpError() << "semantic must be 'acquire' or 'relaxed' (a wait never releases), got '"
                          << stringifyMemSemantic(getSemantic()) << "'";
   return success();
 }
 
-void WaitOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+void WaitOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
   effects.emplace_back(MemoryEffects::Read::get(), &getBarrierPtrMutable(),
                        SideEffects::DefaultResource::get());
 }
@@ -124,8 +116,7 @@ void WaitOp::getEffects(
 // ConsumeTokenOp
 //===----------------------------------------------------------------------===//
 
-void ConsumeTokenOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &) {
+void ConsumeTokenOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &) {
   // Deliberately none: see the file comment.
 }
 
@@ -148,19 +139,14 @@ LogicalResult GetNumRanksOp::verify() { return verifyAxis(*this, getAxis()); }
 //===----------------------------------------------------------------------===//
 
 Type SymmAtOp::getPointeeType() {
-  if (Type me = pointeeOf(getSymmAddr().getType()))
-    return me;
-  if (auto t = getElemType())
-    return *t;
+  if (Type me = pointeeOf(getSymmAddr().getType())) return me;
+  if (auto t = getElemType()) return *t;
   return {};
 }
 
-LogicalResult SymmAtOp::verify() {
-  return verifyElemType(*this, getSymmAddr().getType(), getElemType());
-}
+LogicalResult SymmAtOp::verify() { return verifyElemType(*this, getSymmAddr().getType(), getElemType()); }
 
-void SymmAtOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+void SymmAtOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
   effects.emplace_back(MemoryEffects::Read::get(), SideEffects::DefaultResource::get());
 }
 
@@ -169,26 +155,21 @@ void SymmAtOp::getEffects(
 //===----------------------------------------------------------------------===//
 
 Type NotifyOp::getSignalType() {
-  if (Type me = pointeeOf(getSigAddr().getType()))
-    return me;
-  if (auto t = getElemType())
-    return *t;
+  if (Type me = pointeeOf(getSigAddr().getType())) return me;
+  if (auto t = getElemType()) return *t;
   return IntegerType::get(getContext(), 64);
 }
 
 LogicalResult NotifyOp::verify() {
-  if (failed(verifyElemType(*this, getSigAddr().getType(), getElemType())))
-    return failure();
+  if (failed(verifyElemType(*this, getSigAddr().getType(), getElemType()))) return failure();
   Type sigType = getSignalType();
   if (!isSignalType(sigType))
     return emitOpError() << "signal slot type must be i32, i64 or ui64, got " << sigType;
   return success();
 }
 
-void NotifyOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  effects.emplace_back(MemoryEffects::Read::get(), &getSigAddrMutable(),
-                       SideEffects::DefaultResource::get());
+void NotifyOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), &getSigAddrMutable(), SideEffects::DefaultResource::get());
   effects.emplace_back(MemoryEffects::Write::get(), &getSigAddrMutable(),
                        SideEffects::DefaultResource::get());
 }
@@ -199,22 +180,18 @@ void NotifyOp::getEffects(
 
 LogicalResult ExternCallOp::verify() {
   StringRef sym = getSymbol();
-  if (sym.empty())
-    return emitOpError() << "symbol must not be empty";
+  if (sym.empty()) return emitOpError() << "symbol must not be empty";
   bool valid = (llvm::isAlpha(sym.front()) || sym.front() == '_') &&
                llvm::all_of(sym, [](char c) { return llvm::isAlnum(c) || c == '_'; });
-  if (!valid)
-    return emitOpError() << "symbol '" << sym << "' is not a valid C identifier";
+  if (!valid) return emitOpError() << "symbol '" << sym << "' is not a valid C identifier";
   if (getPure() && getNumResults() == 0)
     return emitOpError() << "a pure extern_call without results does nothing; "
                             "mark it pure = false or give it a result";
   return success();
 }
 
-void ExternCallOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  if (getPure())
-    return;
+void ExternCallOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (getPure()) return;
   effects.emplace_back(MemoryEffects::Read::get(), SideEffects::DefaultResource::get());
   effects.emplace_back(MemoryEffects::Write::get(), SideEffects::DefaultResource::get());
 }

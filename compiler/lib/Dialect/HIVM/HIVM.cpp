@@ -30,19 +30,15 @@ void HIVMDialect::initialize() {
 }
 
 LogicalResult CustomOp::verify() {
-  if (getName().empty())
-    return emitOpError() << "name must not be empty";
+  if (getName().empty()) return emitOpError() << "name must not be empty";
   // A distributed custom op must say which library symbol it calls.
   if ((*this)->hasAttr(kIsDistributedAttr) && !(*this)->getAttrOfType<StringAttr>(kSymbolAttr))
-    return emitOpError() << "a distributed hir.custom needs a string '" << kSymbolAttr
-                         << "' attribute";
+    return emitOpError() << "a distributed hir.custom needs a string '" << kSymbolAttr << "' attribute";
   return success();
 }
 
-void CustomOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  if ((*this)->hasAttr(kNoSideEffectAttr))
-    return;
+void CustomOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if ((*this)->hasAttr(kNoSideEffectAttr)) return;
   effects.emplace_back(MemoryEffects::Read::get(), SideEffects::DefaultResource::get());
   effects.emplace_back(MemoryEffects::Write::get(), SideEffects::DefaultResource::get());
 }

@@ -16,7 +16,7 @@
 namespace mlir::triton::distributed {
 /// True for Triton's `!tt.ptr<T>` (`!tt.ptr<T, N>`), an opaque type when Triton is not linked.
 bool isTritonPointerType(Type type);
-} // namespace mlir::triton::distributed
+}  // namespace mlir::triton::distributed
 
 #define GET_OP_CLASSES
 #include "tdist/Dialect/Distributed/DistributedOps.h.inc"
@@ -38,6 +38,6 @@ inline bool isDistributedOp(Operation *op) {
   return op->getDialect() && isa<DistributedDialect>(op->getDialect());
 }
 
-} // namespace mlir::triton::distributed
+}  // namespace mlir::triton::distributed
 
-#endif // TDIST_DIALECT_DISTRIBUTED_H
+#endif  // TDIST_DIALECT_DISTRIBUTED_H

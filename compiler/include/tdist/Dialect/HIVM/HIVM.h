@@ -28,6 +28,6 @@ inline constexpr llvm::StringLiteral kSymbolAttr = "symbol";
 inline constexpr llvm::StringLiteral kNoSideEffectAttr = "no_side_effect";
 inline constexpr llvm::StringLiteral kGmAddrArgsIndicesAttr = "gm_addr_args_indices";
 inline constexpr llvm::StringLiteral kCIfacePrefix = "_mlir_ciface_";
-} // namespace mlir::hivm
+}  // namespace mlir::hivm
 
-#endif // TDIST_DIALECT_HIVM_H
+#endif  // TDIST_DIALECT_HIVM_H

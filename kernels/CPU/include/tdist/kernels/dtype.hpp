@@ -17,17 +17,16 @@ namespace tdist::kernels {
 enum class DType : int { f32 = 0, f64 = 1, f16 = 2, bf16 = 3 };
 
 // One source of truth for the dtype family: X(enum, name, storage, accumulate, unit roundoff).
-#define TDIST_KERNELS_FOR_EACH_DTYPE(X)          \
-  X(f32, "f32", float, float, 0x1p-24)           \
-  X(f64, "f64", double, double, 0x1p-53)         \
-  X(f16, "f16", uint16_t, float, 0x1p-11)        \
+#define TDIST_KERNELS_FOR_EACH_DTYPE(X)   \
+  X(f32, "f32", float, float, 0x1p-24)    \
+  X(f64, "f64", double, double, 0x1p-53)  \
+  X(f16, "f16", uint16_t, float, 0x1p-11) \
   X(bf16, "bf16", uint16_t, float, 0x1p-8)
 
 inline constexpr size_t dtype_size(DType t) {
   switch (t) {
 #define X(e, n, S, A, u) \
-  case DType::e:         \
-    return sizeof(S);
+  case DType::e: return sizeof(S);
     TDIST_KERNELS_FOR_EACH_DTYPE(X)
 #undef X
   }
@@ -37,8 +36,7 @@ inline constexpr size_t dtype_size(DType t) {
 inline constexpr const char *dtype_name(DType t) {
   switch (t) {
 #define X(e, n, S, A, u) \
-  case DType::e:         \
-    return n;
+  case DType::e: return n;
     TDIST_KERNELS_FOR_EACH_DTYPE(X)
 #undef X
   }
@@ -49,8 +47,7 @@ inline constexpr const char *dtype_name(DType t) {
 inline constexpr double dtype_unit_roundoff(DType t) {
   switch (t) {
 #define X(e, n, S, A, u) \
-  case DType::e:         \
-    return u;
+  case DType::e: return u;
     TDIST_KERNELS_FOR_EACH_DTYPE(X)
 #undef X
   }
@@ -64,9 +61,9 @@ inline bool parse_dtype(std::string_view s, DType *out) {
     DType t;
   };
   static constexpr Alias kAliases[] = {
-      {"f32", DType::f32},  {"float", DType::f32},  {"fp32", DType::f32},  {"float32", DType::f32},
-      {"f64", DType::f64},  {"double", DType::f64}, {"fp64", DType::f64},  {"float64", DType::f64},
-      {"f16", DType::f16},  {"fp16", DType::f16},   {"half", DType::f16},  {"float16", DType::f16},
+      {"f32", DType::f32},   {"float", DType::f32},    {"fp32", DType::f32}, {"float32", DType::f32},
+      {"f64", DType::f64},   {"double", DType::f64},   {"fp64", DType::f64}, {"float64", DType::f64},
+      {"f16", DType::f16},   {"fp16", DType::f16},     {"half", DType::f16}, {"float16", DType::f16},
       {"bf16", DType::bf16}, {"bfloat16", DType::bf16}};
   for (const Alias &a : kAliases) {
     if (s == a.name) {
@@ -117,7 +114,7 @@ inline uint16_t f32_to_f16(float f) {
   uint32_t u = f32_bits(f);
   uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
+  if (a > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
   if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65520: Inf
   if (a < 0x38800000u) {
     // result is subnormal (or zero): round a * 2^24 to an integer, nearest even
@@ -135,13 +132,13 @@ inline uint16_t f32_to_f16(float f) {
 
 template <DType T>
 struct Elem;
-#define X(e, n, S, A, u)                                   \
-  template <>                                              \
-  struct Elem<DType::e> {                                  \
-    using storage = S;                                     \
-    using acc = A;                                         \
-    static inline acc load(const storage *p, size_t i);    \
-    static inline storage from(acc v);                     \
+#define X(e, n, S, A, u)                                \
+  template <>                                           \
+  struct Elem<DType::e> {                               \
+    using storage = S;                                  \
+    using acc = A;                                      \
+    static inline acc load(const storage *p, size_t i); \
+    static inline storage from(acc v);                  \
   };
 TDIST_KERNELS_FOR_EACH_DTYPE(X)
 #undef X
@@ -158,15 +155,11 @@ inline uint16_t Elem<DType::bf16>::from(float v) { return f32_to_bf16(v); }
 template <class Fn>
 inline decltype(auto) dispatch_dtype(DType t, Fn &&fn) {
   switch (t) {
-    case DType::f64:
-      return fn(Elem<DType::f64>{});
-    case DType::f16:
-      return fn(Elem<DType::f16>{});
-    case DType::bf16:
-      return fn(Elem<DType::bf16>{});
+    case DType::f64: return fn(Elem<DType::f64>{});
+    case DType::f16: return fn(Elem<DType::f16>{});
+    case DType::bf16: return fn(Elem<DType::bf16>{});
     case DType::f32:
-    default:
-      return fn(Elem<DType::f32>{});
+    default: return fn(Elem<DType::f32>{});
   }
 }
 

@@ -14,8 +14,8 @@
 namespace tdist::kernels::reference {
 
 /** Bit-exact check of an all-to-all output (layouts as in cpu::AllToAll; strides in elements). */
-inline int64_t check_alltoall(cpu::A2ADirection dir, DType t, int64_t S, int64_t H, int64_t D, int W,
-                              int me, uint64_t seed, const void *out_v, int64_t out_s, int64_t out_h,
+inline int64_t check_alltoall(cpu::A2ADirection dir, DType t, int64_t S, int64_t H, int64_t D, int W, int me,
+                              uint64_t seed, const void *out_v, int64_t out_s, int64_t out_h,
                               std::string *why) {
   const auto *out = static_cast<const unsigned char *>(out_v);
   const size_t es = dtype_size(t);
@@ -58,7 +58,8 @@ inline int64_t check_allreduce(DType t, int64_t n, int W, uint64_t seed, const v
     }
     const double got = load_as_double(t, out, size_t(i));
     if (!(std::fabs(got - ref) <= 2.0 * W * dtype_unit_roundoff(t) * mag + 1e-300) && !bad++ && why)
-      *why = "element " + std::to_string(i) + " is " + std::to_string(got) + ", expected " + std::to_string(ref);
+      *why =
+          "element " + std::to_string(i) + " is " + std::to_string(got) + ", expected " + std::to_string(ref);
   }
   return bad;
 }
@@ -94,8 +95,8 @@ inline int64_t check_ag_gemm(DType t, int64_t m, int64_t n, int64_t k, int W, in
         }
         const double got = load_as_double(t, c, size_t((src * m + i) * n + j));
         if (!(std::fabs(got - ref) <= gemm_tolerance(t, k, sumabs, ref)) && !bad++ && why)
-          *why = "C[" + std::to_string(src * m + i) + "," + std::to_string(j) + "] is " + std::to_string(got) +
-                 ", expected " + std::to_string(ref);
+          *why = "C[" + std::to_string(src * m + i) + "," + std::to_string(j) + "] is " +
+                 std::to_string(got) + ", expected " + std::to_string(ref);
       }
     }
   return bad;
@@ -105,7 +106,8 @@ inline int64_t check_ag_gemm(DType t, int64_t m, int64_t n, int64_t k, int W, in
 inline int64_t check_gemm_rs(DType t, int64_t m, int64_t n, int64_t k, int W, int me, uint64_t seed_a,
                              uint64_t seed_b, const void *c, std::string *why) {
   unsigned char e[8];
-  std::vector<double> ref(size_t(m * n), 0.0), mag(size_t(m * n), 0.0), arow(static_cast<size_t>(k)), b(size_t(k * n));
+  std::vector<double> ref(size_t(m * n), 0.0), mag(size_t(m * n), 0.0), arow(static_cast<size_t>(k)),
+      b(size_t(k * n));
   for (int r = 0; r < W; ++r) {
     for (int64_t i = 0; i < k * n; ++i) {
       gen_element(t, e, seed_b, r, uint64_t(i));
@@ -127,7 +129,8 @@ inline int64_t check_gemm_rs(DType t, int64_t m, int64_t n, int64_t k, int W, in
   int64_t bad = 0;
   for (int64_t i = 0; i < m * n; ++i) {
     const double got = load_as_double(t, c, size_t(i));
-    if (!(std::fabs(got - ref[size_t(i)]) <= gemm_tolerance(t, W * k, mag[size_t(i)], ref[size_t(i)])) && !bad++ && why)
+    if (!(std::fabs(got - ref[size_t(i)]) <= gemm_tolerance(t, W * k, mag[size_t(i)], ref[size_t(i)])) &&
+        !bad++ && why)
       *why = "C[" + std::to_string(i / n) + "," + std::to_string(i % n) + "] is " + std::to_string(got) +
              ", expected " + std::to_string(ref[size_t(i)]);
   }
