@@ -61,7 +61,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("old")
     ap.add_argument("new")
-    ap.add_argument("--bitcode", default=os.environ.get("TDIST_DEVICE_BITCODE"), required="TDIST_DEVICE_BITCODE" not in os.environ)
+    ap.add_argument("--bitcode", default=os.environ.get("TDIST_DEVICE_BITCODE"),
+                    required="TDIST_DEVICE_BITCODE" not in os.environ)
     a = ap.parse_args()
     old, new = dump(a.old, a.bitcode), dump(a.new, a.bitcode)
     differ = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))

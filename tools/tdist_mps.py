@@ -39,7 +39,7 @@ def _percentage(n_ranks, n_gpus):
 def _count_gpus():
     try:
         r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-        return len([l for l in r.stdout.splitlines() if l.startswith("GPU ")])
+        return len([ln for ln in r.stdout.splitlines() if ln.startswith("GPU ")])
     except (OSError, subprocess.SubprocessError):
         return 0
 

@@ -5,10 +5,12 @@
 All ranks run each op at the same time (a stream barrier over all PEs before every timed repetition),
 so on one GPU under MPS the baselines run under the same SM sharing as the kernels:
 
-* reverse all-to-all (direct, pipeline, bulk, wait_notify) and dispatch (staged, direct) vs the copy ceiling (each rank copies the same bytes device to
+* reverse all-to-all (direct, pipeline, bulk, wait_notify) and dispatch (staged, direct) vs the copy
+  ceiling (each rank copies the same bytes device to
   device, read + write counted: ``ratio = t_copy / t_a2a``, goal >= 0.85) and vs a torch reference
   (the same permutation done locally by ``a.view(W, S, H, D).transpose(0, 1).reshape(...)``);
-* AG + GEMM (cuBLAS and Triton forms) vs torch.matmul alone on the gathered shape, GEMM + RS vs torch.matmul alone on the full
+* AG + GEMM (cuBLAS and Triton forms) vs torch.matmul alone on the gathered shape, GEMM + RS vs
+  torch.matmul alone on the full
   (M, K) x (K, N) product: ``ratio = t_fused / t_matmul``, goal <= 1.10;
 * all-reduce (one_shot, two_shot, ring, one_shot_ll) latency / bus bandwidth;
 * with one GPU per rank (torch.cuda.device_count() >= W): NCCL through torch.distributed
@@ -351,7 +353,8 @@ def main():
                     help="GEMM shapes MtotalxKxN, comma-separated (e.g. 8192x8192x3584)")
     ap.add_argument("--ar-bytes", default="4096,65536,262144,67108864")
     ap.add_argument("--no-nccl", action="store_true")
-    ap.add_argument("--heap-gib", type=int, default=4, help="symmetric heap per rank (the 256 MiB all-to-all needs ~1.3 GiB)")
+    ap.add_argument("--heap-gib", type=int, default=4,
+                    help="symmetric heap per rank (the 256 MiB all-to-all needs ~1.3 GiB)")
     ap.add_argument("--graph", action="store_true",
                     help="time CUDA-graph replays of every op and baseline (no host launch overhead)")
     ap.add_argument("--impls", default="cublas,cublas_ce,cublas_whole,triton",
@@ -392,7 +395,8 @@ def main():
             Path(args.json).write_text(text)
         print(text)
         for row in res.get("a2a", []):
-            line = f"SUMMARY W={W} {mode} a2a {row['bytes_per_rank'] >> 20} MiB/rank: copy ceiling {row['copy_GBps_rw']:.0f} GB/s; "
+            line = (f"SUMMARY W={W} {mode} a2a {row['bytes_per_rank'] >> 20} MiB/rank: "
+                    f"copy ceiling {row['copy_GBps_rw']:.0f} GB/s; ")
             line += "; ".join(f"{v} {row[v]['vs_copy_ceiling']:.2f}x ceiling" + (
                 f" {row[v]['vs_nccl']:.2f}x NCCL" if "vs_nccl" in row[v] else "")
                 for v in ("direct", "pipeline", "bulk", "wait_notify", "dispatch_staged", "dispatch_direct"))

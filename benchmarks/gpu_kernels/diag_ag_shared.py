@@ -2,7 +2,8 @@
 ``ag_gemm.run_in_place`` timed alone (all ranks at once, CUDA-graph replays, 10 calls per sample)
 next to the matmul it is measured against.
 
-    CUDA_VISIBLE_DEVICES=0 tools/tdist-run -n 2 -- python3 benchmarks/gpu_kernels/diag_ag_shared.py [--shape 8192x8192x3584]
+    CUDA_VISIBLE_DEVICES=0 tools/tdist-run -n 2 -- python3 benchmarks/gpu_kernels/diag_ag_shared.py \
+        [--shape 8192x8192x3584]
 """
 import argparse
 import sys

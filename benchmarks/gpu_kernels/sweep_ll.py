@@ -33,10 +33,12 @@ def main():
         for wp in [int(v) for v in args.warps.split(",")]:
             ar.LL_WARPS = wp
             t = bench.worst(bench.timed(lambda: ops.all_reduce(x, variant="one_shot_ll", out=o), args.reps))
-            bench.verify(f"one_shot_ll {nb} B {wp} warps", lambda: ops.all_reduce(x, variant="one_shot_ll", out=o), o, ref)
+            bench.verify(f"one_shot_ll {nb} B {wp} warps",
+                         lambda: ops.all_reduce(x, variant="one_shot_ll", out=o), o, ref)
             if me == 0:
                 vs = f"  {t / base:.2f}x NCCL ({base * 1e6:.1f} us)" if base else ""
-                print(f"SWEEP W={W} all_reduce one_shot_ll {nb} B, {wp} warps/program: {t * 1e6:.1f} us{vs}", flush=True)
+                print(f"SWEEP W={W} all_reduce one_shot_ll {nb} B, {wp} warps/program: {t * 1e6:.1f} us{vs}",
+                      flush=True)
         ops.release()
     if dist is not None:
         dist.destroy_process_group()

@@ -14,7 +14,8 @@ config.substitutions.append(("tdist-opt", os.path.join(config.tdist_tools_dir, "
 config.substitutions.append(("FileCheck", config.filecheck))
 import sys
 config.substitutions.append(("%python", sys.executable))
-config.substitutions.append(("%ascend_symbols", os.path.join(config.tdist_src_root, "..", "device", "Ascend", "symbols.def")))
+config.substitutions.append(("%ascend_symbols",
+                             os.path.join(config.tdist_src_root, "..", "device", "Ascend", "symbols.def")))
 config.substitutions.append(("%check_symbols", os.path.join(config.tdist_src_root, "test", "check_symbols.py")))
 if config.mlir_translate:
     config.substitutions.append(("mlir-translate", config.mlir_translate))

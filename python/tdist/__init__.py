@@ -8,7 +8,7 @@ Without the compiled extension (a compile-only machine) ``import tdist`` still g
 and the exception classes, which the compile-only front end raises; each binding then raises an
 ``ImportError`` saying why the extension did not load.
 """
-from . import errors
+from . import errors  # noqa: F401  (tdist.errors without the extension)
 from .errors import (TdistError, InvalidParam, InvalidValue, SmemError, InnerError, NotInitialized,  # noqa: F401
                      BootstrapError, TimeoutError_, MallocFailed, CollectiveMismatch, NotSupported)
 from ._load import load as _load

@@ -12,8 +12,8 @@ are stopped (SIGTERM, then SIGKILL after a grace period) and tdist-run exits wit
 status (128 + N for a rank killed by signal N; a rank killed by a signal is named before ranks
 that merely exited non-zero in the same instant); on --timeout it stops all ranks and exits 124.
 On SIGTERM / SIGHUP / Ctrl-C it stops all ranks; if tdist-run itself is killed, the ranks get
-SIGKILL (PR_SET_PDEATHSIG). Processes a rank started in its session are killed at the end. With several ranks per GPU it runs an MPS
-daemon for the job (tools/tdist_mps.py) and stops it afterwards.
+SIGKILL (PR_SET_PDEATHSIG). Processes a rank started in its session are killed at the end. With
+several ranks per GPU it runs an MPS daemon for the job (tools/tdist_mps.py) and stops it afterwards.
 
 The installed package runs this module as the ``tdist-run`` command; in a source checkout or a
 build tree ``tools/tdist-run`` runs this file. It uses the standard library only (no extension).
@@ -87,7 +87,7 @@ def count_gpus():
         return len([d for d in vis.split(",") if d.strip() != ""])
     try:
         r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-        return len([l for l in r.stdout.splitlines() if l.startswith("GPU ")])
+        return len([ln for ln in r.stdout.splitlines() if ln.startswith("GPU ")])
     except (OSError, subprocess.SubprocessError):
         return 0
 

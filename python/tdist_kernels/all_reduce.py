@@ -75,8 +75,9 @@ def ll_clock(_semantic=None, _builder=None):
     hoisted load."""
     f = Front("all_reduce one_shot_ll", _semantic, _builder)
     if f.lowering != "ptx":
-        raise DistributedError(f"all_reduce one_shot_ll is not available on {f.platform}: its LL packets are polled with "
-                               "volatile loads, which that lowering does not re-read; use one_shot / two_shot / ring")
+        raise DistributedError(f"all_reduce one_shot_ll is not available on {f.platform}: its LL packets are "
+                               "polled with volatile loads, which that lowering does not re-read; "
+                               "use one_shot / two_shot / ring")
     return dlcore._extern("tdistx_clock_i64", [], [], tl.int64, _semantic, is_pure=False)
 
 

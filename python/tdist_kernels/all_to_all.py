@@ -145,7 +145,8 @@ def reverse_a2a_mte_kernel(
                 lp = dl.consume_token(peer_ptr, tok)
                 p_offs = buf * buf_elems + rows[:, None] * stride_ps + (r * H + h) * D + offs_d[None, :]
                 x = tl.load(lp + p_offs, mask=mask, other=0.0)
-                c_offs = offs_s.to(tl.int64)[:, None] * stride_cs + (r * H + h) * stride_ch + offs_d[None, :] * stride_cd
+                c_offs = (offs_s.to(tl.int64)[:, None] * stride_cs + (r * H + h) * stride_ch
+                          + offs_d[None, :] * stride_cd)
                 tl.store(c_ptr + c_offs, x, mask=mask)
             libshmem_device.fence()  # the reads above complete before the credit goes back
             for t in range(lc, tasks, nrole):
@@ -219,7 +220,8 @@ def reverse_a2a_bulk_kernel(
                     mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
                     a_rows = (rank * S + offs_s).to(tl.int64)
                     a = tl.load(a_ptr + a_rows[:, None] * stride_ps + h * D + offs_d[None, :], mask=mask, other=0.0)
-                    p_offs = rank * seg + buf * BLOCK_S * stride_ps + rows[:, None] * stride_ps + h * D + offs_d[None, :]
+                    p_offs = (rank * seg + buf * BLOCK_S * stride_ps + rows[:, None] * stride_ps + h * D
+                              + offs_d[None, :])
                     tl.store(peer_ptr + p_offs, a, mask=mask)
         # one barrier covers the bulk puts (first block) and the self copies of this block; it also
         # keeps the self copy of block bs + buffer_num behind the consumers of block bs
@@ -240,7 +242,8 @@ def reverse_a2a_bulk_kernel(
                 row0 = bs * BLOCK_S + own * (buf - bs) * BLOCK_S
                 p_offs = r * seg + (row0 + rows).to(tl.int64)[:, None] * stride_ps + h * D + offs_d[None, :]
                 x = tl.load(peer_ptr + p_offs, mask=mask, other=0.0)
-                c_offs = offs_s.to(tl.int64)[:, None] * stride_cs + (r * H + h) * stride_ch + offs_d[None, :] * stride_cd
+                c_offs = (offs_s.to(tl.int64)[:, None] * stride_cs + (r * H + h) * stride_ch
+                          + offs_d[None, :] * stride_cd)
                 tl.store(c_ptr + c_offs, x, mask=mask)
     # the next launch may overwrite these slots only after every consumer is done (host barrier)
 
@@ -310,7 +313,8 @@ def reverse_a2a_wait_notify_kernel(
                     dst = dl.consume_token(peer_ptr, tok)
                     a_rows = (rank * S + offs_s).to(tl.int64)
                     a = tl.load(a_ptr + a_rows[:, None] * stride_ps + h * D + offs_d[None, :], mask=mask, other=0.0)
-                    p_offs = rank * seg + buf * BLOCK_S * stride_ps + rows[:, None] * stride_ps + h * D + offs_d[None, :]
+                    p_offs = (rank * seg + buf * BLOCK_S * stride_ps + rows[:, None] * stride_ps + h * D
+                              + offs_d[None, :])
                     tl.store(dst + p_offs, a, mask=mask)
                 libshmem_device.fence()
                 for t in range(lc - n_send, tasks_per_block, nrole - n_send):
@@ -337,7 +341,8 @@ def reverse_a2a_wait_notify_kernel(
                 row0 = bs * BLOCK_S + own * (buf - bs) * BLOCK_S
                 p_offs = r * seg + (row0 + rows).to(tl.int64)[:, None] * stride_ps + h * D + offs_d[None, :]
                 x = tl.load(src + p_offs, mask=mask, other=0.0)
-                c_offs = offs_s.to(tl.int64)[:, None] * stride_cs + (r * H + h) * stride_ch + offs_d[None, :] * stride_cd
+                c_offs = (offs_s.to(tl.int64)[:, None] * stride_cs + (r * H + h) * stride_ch
+                          + offs_d[None, :] * stride_cd)
                 tl.store(c_ptr + c_offs, x, mask=mask)
             libshmem_device.fence()
             for t in range(lc, tasks_per_block * world, nrole):
@@ -640,14 +645,14 @@ def compile_cases(dtype="fp16"):
     mte = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
             "S": i, "H": i, "D": i, "stride_as": i, "stride_ah": i, "stride_cs": i, "stride_ch": i},
            {"stride_ad": 1, "stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128})
-    bulk = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "buffer_num": i, "split": i,
-             "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i},
+    bulk = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
+             "split": i, "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i},
             {"stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
     wn = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
            "n_send": i, "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i},
           {"stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
-    direct = ({"a_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i, "D": i, "stride_as": i,
-               "stride_ah": i, "stride_os": i, "stride_oh": i},
+    direct = ({"a_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i, "D": i,
+               "stride_as": i, "stride_ah": i, "stride_os": i, "stride_oh": i},
               {"stride_ad": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256})
     return [("reverse_a2a_direct", reverse_a2a_direct_kernel, *direct),
             ("reverse_a2a_mte", reverse_a2a_mte_kernel, *mte),

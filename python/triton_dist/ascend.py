@@ -72,7 +72,8 @@ def run_tool(cmd, stdin_text, what):
     """Run one toolchain step; its stderr in the error when it fails."""
     r = subprocess.run(cmd, input=stdin_text, capture_output=True, text=True)
     if r.returncode != 0:
-        raise RuntimeError(f"tdist: {what} failed (exit {r.returncode}):\n  {' '.join(map(str, cmd))}\n{r.stderr.strip()}")
+        raise RuntimeError(f"tdist: {what} failed (exit {r.returncode}):\n  {' '.join(map(str, cmd))}\n"
+                           f"{r.stderr.strip()}")
     return r.stdout
 
 

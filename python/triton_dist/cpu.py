@@ -51,7 +51,8 @@ def _cache_dir():
 def _tool(name):
     found = shutil.which(f"/usr/lib/llvm-22/bin/{name}") or shutil.which(f"{name}-22")
     if not found:
-        raise ascend.ToolNotFound(f"{name} (LLVM 22) not found: install mlir-22-tools / llvm-22 (scripts/install-deps.sh)")
+        raise ascend.ToolNotFound(f"{name} (LLVM 22) not found: install mlir-22-tools / llvm-22 "
+                                  "(scripts/install-deps.sh)")
     return found
 
 

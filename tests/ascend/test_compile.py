@@ -48,7 +48,8 @@ def test_ring_kernel_to_ttadapter():
     # the symm_at of the kernel argument `inbox` (operand 0) is a GM address argument
     assert "gm_addr_args_indices = array<i32: 0>" in calls["aclshmem_ptr_float"]
     # the link-time declarations (seed 4.2: _mlir_ciface_ names)
-    assert re.search(r"func.func private @aclshmem_wait_int64\(i64, i32, i64\) -> i32 attributes \{[^}]*llvm.emit_c_interface",
+    assert re.search(r"func.func private @aclshmem_wait_int64\(i64, i32, i64\) -> i32 "
+                     r"attributes \{[^}]*llvm.emit_c_interface",
                      c.ttadapter)
     assert "libtdist_device" not in c.ttadapter  # no marker left
 

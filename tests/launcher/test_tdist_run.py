@@ -5,7 +5,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = [sys.executable, str(REPO / "tools" / "tdist-run")]
@@ -22,7 +21,7 @@ def test_environment_and_prefixes():
             "('RANK','WORLD_SIZE','LOCAL_RANK','LOCAL_WORLD_SIZE','MASTER_ADDR','MASTER_PORT')))")
     p, _ = run(["-n", "3", "--mps", "off", "--", sys.executable, "-c", code])
     assert p.returncode == 0, p.stderr
-    lines = sorted(l for l in p.stdout.splitlines() if l.startswith("[rank "))
+    lines = sorted(ln for ln in p.stdout.splitlines() if ln.startswith("[rank "))
     assert len(lines) == 3
     ports = set()
     for r, line in enumerate(lines):

@@ -90,5 +90,5 @@ def body(ptx):
     """The instructions of the PTX entry (debug info and comments dropped)."""
     start = ptx.index(".entry")
     end = ptx.index(".section", start) if ".section" in ptx[start:] else len(ptx)
-    lines = [l.strip() for l in ptx[start:end].splitlines()]
-    return "\n".join(l for l in lines if l and not l.startswith("//") and not l.startswith(".loc"))
+    lines = [ln.strip() for ln in ptx[start:end].splitlines()]
+    return "\n".join(ln for ln in lines if ln and not ln.startswith("//") and not ln.startswith(".loc"))

@@ -71,7 +71,7 @@ def test_barrier_all_grid_called_by_every_thread(compile_ttir):
     # tdist_barrier_all is CTA-collective (its own bar.sync pairs): every thread must call it, so the
     # call must not sit under a branch (a tid == 0 guard hung the GPU run that found this)
     ir = compile_ttir(barrier_only, {"x": "*i32"})
-    calls = [l for l in ir.splitlines() if "tdist_barrier_all_i64" in l]
+    calls = [ln for ln in ir.splitlines() if "tdist_barrier_all_i64" in ln]
     assert len(calls) == 1, ir
     assert "scf.if" not in ir, "barrier_all's bitcode call is guarded: only some threads would reach its bar.sync"
 

@@ -8,7 +8,6 @@ from triton.language import core as tlc
 
 from triton_dist import utils
 from triton_dist.language.extra._proxy import ModuleProxy, dispatch
-from conftest import body
 
 
 def _mod(name, **attrs):

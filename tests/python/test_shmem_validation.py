@@ -63,7 +63,7 @@ def test_bad_input_is_refused_and_loses_nothing():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.splitlines()
-    bad = [l for l in lines if l.startswith(("ACCEPTED", "WRONG"))]
+    bad = [ln for ln in lines if ln.startswith(("ACCEPTED", "WRONG"))]
     assert not bad, bad
-    assert sum(l.startswith("OK ") for l in lines) == 9, r.stdout
+    assert sum(ln.startswith("OK ") for ln in lines) == 9, r.stdout
     assert "HEAP True" in lines and "USABLE True" in lines, r.stdout

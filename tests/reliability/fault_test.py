@@ -112,7 +112,7 @@ def run_direct(app, n, point, victim, bound, join_s=5, control=None):
             if p.returncode != -signal.SIGKILL:
                 errors.append(f"victim rank {r} exited {p.returncode}, expected SIGKILL\n{text}")
             continue
-        report = [l for l in text.splitlines() if l.startswith("FAULT-REPORT")]
+        report = [ln for ln in text.splitlines() if ln.startswith("FAULT-REPORT")]
         if p.returncode != REPORTED:
             errors.append(f"survivor rank {r} exited {p.returncode}, expected {REPORTED}\n{text}")
         elif not report or f"rank {victim} lost" not in report[0] or "TDIST_ERR_BOOTSTRAP" not in report[0]:
@@ -133,9 +133,9 @@ def run_direct(app, n, point, victim, bound, join_s=5, control=None):
         errors.append(f"new /dev/shm entries: {sorted(new_shm)}")
     survivor_times = []
     for r in range(n):
-        for l in outs[r].decode(errors="replace").splitlines():
-            if l.startswith("FAULT-REPORT") and "elapsed=" in l:
-                survivor_times.append(float(l.split("elapsed=")[1].split()[0]))
+        for ln in outs[r].decode(errors="replace").splitlines():
+            if ln.startswith("FAULT-REPORT") and "elapsed=" in ln:
+                survivor_times.append(float(ln.split("elapsed=")[1].split()[0]))
     return errors, elapsed, max(survivor_times) if survivor_times else float("nan"), outs
 
 
@@ -184,7 +184,8 @@ def main():
     for r, p_out in enumerate(outs):
         if b"LEAKS" in p_out and b"fds= none heap_mappings=0" not in p_out:
             errs.append(f"clean run: rank {r} leaked\n{p_out.decode(errors='replace')}")
-    bad_exit = [l for o in outs for l in o.decode(errors="replace").splitlines() if "FAULT-REPORT" in l and "TDIST_SUCCESS" not in l]
+    bad_exit = [ln for o in outs for ln in o.decode(errors="replace").splitlines()
+                if "FAULT-REPORT" in ln and "TDIST_SUCCESS" not in ln]
     if bad_exit:
         errs.append(f"clean run failed: {bad_exit}")
     print(f"{'none':15s} victim -  {'PASS' if not errs else 'FAIL'}  job {el:5.2f} s", flush=True)

@@ -41,7 +41,8 @@ class ModuleProxy:
         try:
             return getattr(module, name)
         except AttributeError:
-            raise AttributeError(f"{module.__name__} (selected by {self._predicate.__name__}) has no '{name}'") from None
+            raise AttributeError(f"{module.__name__} (selected by {self._predicate.__name__}) "
+                                 f"has no '{name}'") from None
 
     def __setattr__(self, name, value):
         raise AttributeError("ModuleProxy is read-only")

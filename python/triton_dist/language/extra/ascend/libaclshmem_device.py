@@ -95,8 +95,9 @@ def _rma_signal(name, symbol):
         op = sig_op_name(sig_op, f"libshmem_device.{name}")
         sig = f.tensor(sig_addr)
         dlcore._signal_width(sig, f"libshmem_device.{name}")
-        args = [_addr(f, dst, "dst"), _addr(f, src, "src"), f.cast(f.tensor(nbytes), tl.int64), _addr(f, sig, "sig_addr"),
-                f.cast(f.tensor(signal), tl.int64), f.i32(dlcore.SIG_OP_CODES[op]), f.cast(f.tensor(pe), tl.int32)]
+        args = [_addr(f, dst, "dst"), _addr(f, src, "src"), f.cast(f.tensor(nbytes), tl.int64),
+                _addr(f, sig, "sig_addr"), f.cast(f.tensor(signal), tl.int64), f.i32(dlcore.SIG_OP_CODES[op]),
+                f.cast(f.tensor(pe), tl.int32)]
         _call(f, symbol, args, [tl.int64, tl.int64, tl.int64, tl.int64, tl.int64, tl.int32, tl.int32])
         return None
 
