@@ -122,8 +122,7 @@ class CpuTransport final : public HeapTransport {
 
   void map(ControlPlane &cp, size_t bytes) override {
     TDIST_CHECK(cp.local_size() == cp.size(), TDIST_ERR_NOT_SUPPORTED,
-                "the CPU backend needs every PE on one host (%d of %d PEs are local); across "
-                "hosts use the ROCE engine of a GPU backend",
+                "the CPU backend needs every PE on one host (%d of %d PEs are local)",
                 cp.local_size(), cp.size());
     bytes_ = bytes;
     int fd = ::memfd_create("tdist-heap", MFD_CLOEXEC);

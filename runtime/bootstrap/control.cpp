@@ -72,18 +72,50 @@ ControlPlane::ControlPlane(const BootstrapConfig &cfg) : cfg_(cfg) {
   std::memcpy(me.host, id.data(), std::min(id.size(), sizeof me.host - 1));
   auto all = allgather(std::string(reinterpret_cast<const char *>(&me), sizeof me));
   pids_.resize(size());
+  hosts_.resize(size());
+  host_index_.resize(size());
+  std::vector<std::string> ids;
   for (int r = 0; r < size(); ++r) {
     Who w;
     std::memcpy(&w, all[r].data(), sizeof w);
     w.host[sizeof w.host - 1] = '\0';
     pids_[r] = w.pid;
+    const std::string id = w.host;
+    hosts_[r] = id.substr(0, id.find('/'));
+    size_t h = 0;
+    while (h < ids.size() && ids[h] != id) ++h;
+    if (h == ids.size()) ids.push_back(id);
+    host_index_[r] = int(h);
     if (std::strcmp(w.host, me.host) == 0) {
       if (r == rank()) local_rank_ = int(local_ranks_.size());
       local_ranks_.push_back(r);
     }
   }
   local_size_ = int(local_ranks_.size());
+  n_hosts_ = int(ids.size());
   client_->set_op_timeout(cfg.op_timeout_s);
+}
+
+std::string ControlPlane::hosts_summary() const {
+  // One entry per host, in order of its first rank; consecutive ranks shown as a range.
+  std::string out;
+  for (int h = 0; h < n_hosts_; ++h) {
+    std::vector<int> rs;
+    for (int r = 0; r < size(); ++r)
+      if (host_index_[size_t(r)] == h) rs.push_back(r);
+    std::string list;
+    for (size_t i = 0; i < rs.size();) {
+      size_t j = i;
+      while (j + 1 < rs.size() && rs[j + 1] == rs[j] + 1) ++j;
+      if (!list.empty()) list += ",";
+      list += j == i ? strfmt("%d", rs[i]) : strfmt("%d-%d", rs[i], rs[j]);
+      i = j + 1;
+    }
+    if (!out.empty()) out += "; ";
+    out += strfmt("%s %s on %s", rs.size() == 1 ? "rank" : "ranks", list.c_str(),
+                  hosts_[size_t(rs[0])].c_str());
+  }
+  return out;
 }
 
 ControlPlane::~ControlPlane() = default;

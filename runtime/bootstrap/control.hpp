@@ -45,6 +45,11 @@ class ControlPlane {
   // Process id of every rank (as that rank sees itself), exchanged through the authenticated
   // store at construction: what a local peer's credentials (SO_PEERCRED) are checked against.
   int pid_of(int rank) const { return pids_[size_t(rank)]; }
+  // The host of every rank (its hostname; ranks on one host share it), and which ranks are where,
+  // e.g. "ranks 0-1 on node-a, ranks 2-3 on node-b": what an error about a job that spans hosts names.
+  const std::string &host_of(int rank) const { return hosts_[size_t(rank)]; }
+  int n_hosts() const { return n_hosts_; }
+  std::string hosts_summary() const;
   // The bound of one control-plane operation, also used for every other bootstrap step.
   double op_timeout_s() const { return cfg_.op_timeout_s; }
 
@@ -76,6 +81,9 @@ class ControlPlane {
   int local_rank_ = 0, local_size_ = 1;
   std::vector<int> local_ranks_;
   std::vector<int> pids_;
+  std::vector<std::string> hosts_;
+  std::vector<int> host_index_;  // rank -> index of its host identity, in order of first rank
+  int n_hosts_ = 1;
 };
 
 }  // namespace tdist

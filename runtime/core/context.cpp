@@ -267,6 +267,17 @@ void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
       req[pe].why[sizeof req[pe].why - 1] = '\0';
       verdict = strfmt("init failed on PE %zu: %s", pe, req[pe].why);
     }
+  // Before any heap exists: a peer on another host would get no heap base (every access to it
+  // would go nowhere), so such a job stops here. Every PE sees the same hosts and backend, so every
+  // PE reaches the same verdict.
+  if (!code && c->cp->n_hosts() > 1 && !c->transport->reaches_other_hosts()) {
+    code = TDIST_ERR_NOT_SUPPORTED;
+    verdict = strfmt(
+        "init: the job's %d ranks span %d hosts (%s), and the %s backend reaches only the PEs of its "
+        "own host (load/store over shared memory); tdist has no engine to other hosts yet: run every "
+        "rank on one host",
+        c->cp->size(), c->cp->n_hosts(), c->cp->hosts_summary().c_str(), c->transport->name());
+  }
   if (code) {
     try {
       c->cp->finalize();  // an agreed failure: nobody is lost

@@ -39,6 +39,9 @@ class HeapTransport {
     (void)local_pes;
     return {};
   }
+  // Whether this backend reaches PEs on other hosts (an engine beyond load/store). None does yet:
+  // a job whose ranks span hosts fails at init on every PE, naming the ranks and hosts.
+  virtual bool reaches_other_hosts() const { return false; }
   virtual void *local_base() const = 0;
   virtual const std::vector<void *> &peer_bases() const = 0;
   // Zero `n` bytes at heap offset `off` of the local heap (calloc, internal region).

@@ -13,6 +13,9 @@
 //                wait for it in a host barrier, a kernel and finalize, and must name it.
 //   mismatch     rank n-1 asks for a different heap size: every rank must fail init with
 //                COLLECTIVE_MISMATCH naming both sizes.
+//   hosts        the ranks run on several hosts (hostile_test.py gives some of them another
+//                hostname): every rank must fail init with NOT_SUPPORTED, and the message must
+//                contain TDIST_HOSTILE_EXPECT (the ranks and hosts).
 //
 // Each rank prints "HOSTILE-REPORT rank=R op=OP status=S elapsed=T msg=M" and exits 0 when the
 // case held on that rank, 1 when it did not, 6 on a usage error.
@@ -192,6 +195,24 @@ int run_mismatch() {
              : 1;
 }
 
+int run_hosts() {
+  const char *want = std::getenv("TDIST_HOSTILE_EXPECT");
+  if (!want) {
+    std::fprintf(stderr, "hostile_app hosts: TDIST_HOSTILE_EXPECT is not set\n");
+    return 6;
+  }
+  tdist_init_attr_t a = attr();
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = tdist_init_from_env(&a);
+  report("tdist_init", rc, since(t0));
+  if (rc == TDIST_SUCCESS) {
+    tdist_finalize();
+    return 1;
+  }
+  std::string m = tdist_last_error_message();
+  return rc == TDIST_ERR_NOT_SUPPORTED && m.find(want) != std::string::npos ? 0 : 1;
+}
+
 }  // namespace
 
 // Interposes libc's connect for libtdist.so (the executable's definition comes first in symbol
@@ -222,6 +243,7 @@ int main() {
   if (g_mode == "memory") return run_memory();
   if (g_mode == "freeze") return run_freeze();
   if (g_mode == "mismatch") return run_mismatch();
+  if (g_mode == "hosts") return run_hosts();
   std::fprintf(stderr, "hostile_app: unknown TDIST_HOSTILE_MODE '%s'\n", mode);
   return 6;
 }

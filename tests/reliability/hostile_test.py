@@ -17,6 +17,11 @@ the bound, and that no process of the job is left behind:
                  the last rank, then rank 0, the store's host).
   mismatch       one rank asks for a different heap size: every rank fails init with
                  COLLECTIVE_MISMATCH naming both sizes (5 jobs, as the failure used to race).
+  span_hosts     the second half of the ranks run under another hostname (a UTS namespace,
+                 `unshare --uts`; needs root): no backend reaches another host yet, so every rank
+                 fails init with NOT_SUPPORTED naming which ranks are on which host, within the
+                 bound (never a job with a missing heap base). Reported as SKIP where unshare is
+                 not permitted.
 
     hostile_test.py --app build/tests/reliability/tdist_hostile_app --tdist-run build/tools/tdist-run
                     [-n 4] [--bound 30] [--only CASE ...]
@@ -35,7 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fault_test import free_port_pair, job_processes  # noqa: E402
 
-CASES = ["heap_stranger", "store_secret", "store_memory", "freeze", "mismatch"]
+CASES = ["heap_stranger", "store_secret", "store_memory", "freeze", "mismatch", "span_hosts"]
 NOBODY = 65534
 
 
@@ -48,14 +53,15 @@ def clean_env(tag, mode, **extra):
     return env
 
 
-def start_ranks(app, n, env):
+def start_ranks(app, n, env, argv_of=None):
+    """Start ranks 0..n-1 of ``app``; ``argv_of(rank)`` gives a rank's command line (default [app])."""
     port = free_port_pair()
     procs = []
     for r in range(n):
         e = dict(env, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
                  MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen([app], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
+        procs.append(subprocess.Popen(argv_of(r) if argv_of else [app], env=e, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, start_new_session=True))
     return procs
 
 
@@ -312,6 +318,40 @@ def case_mismatch(a):
     return errors, total, f"{attempt + 1} job(s)"
 
 
+# ---------------------------------------------------------------- span_hosts
+
+OTHER_HOST = "tdist-test-host-b"
+
+
+def case_span_hosts(a):
+    probe = subprocess.run(["unshare", "--uts", "sh", "-c", f"hostname {OTHER_HOST} && hostname"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0 or probe.stdout.strip() != OTHER_HOST:
+        return [], 0.0, f"SKIP: unshare --uts is not permitted here ({probe.stderr.strip()[:80]})"
+    half = a.n // 2
+    here = socket.gethostname()
+    first = f"ranks 0-{half - 1}" if half > 1 else "rank 0"
+    second = f"ranks {half}-{a.n - 1}" if a.n - half > 1 else f"rank {half}"
+    expect = f"span 2 hosts ({first} on {here}; {second} on {OTHER_HOST})"
+    tag = f"tdist-hostile-sh-{os.getpid()}-{random.randint(0, 1 << 30)}"
+
+    def argv_of(r):
+        if r < half:
+            return [a.app]
+        return ["unshare", "--uts", "sh", "-c", f'hostname {OTHER_HOST} && exec "$0"', a.app]
+
+    t0 = time.monotonic()
+    procs = start_ranks(a.app, a.n, clean_env(tag, "hosts", TDIST_HOSTILE_EXPECT=expect), argv_of)
+    outs = collect(procs, t0 + a.bound + 5)
+    el = time.monotonic() - t0
+    errors = [f"rank {r} exited {p.returncode} (want 0: init refused naming '{expect}')\n{out}"
+              for r, (p, out) in enumerate(zip(procs, outs)) if p.returncode != 0]
+    if el > a.bound:
+        errors.append(f"the refusal took {el:.1f} s, over the {a.bound} s bound")
+    leftovers(tag, errors)
+    return errors, el, f"{a.n} ranks on 2 hosts"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--app", required=True)
@@ -327,7 +367,8 @@ def main():
     failures = 0
     for case in a.only or CASES:
         errs, el, note = globals()["case_" + case](a)
-        print(f"{case:14s} {'PASS' if not errs else 'FAIL'}  {el:6.2f} s  {note}", flush=True)
+        verdict = "FAIL" if errs else "SKIP" if note.startswith("SKIP") else "PASS"
+        print(f"{case:14s} {verdict}  {el:6.2f} s  {note}", flush=True)
         if errs:
             failures += 1
             print("\n".join(errs), flush=True)
