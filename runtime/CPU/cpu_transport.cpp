@@ -122,8 +122,8 @@ class CpuTransport final : public HeapTransport {
 
   void map(ControlPlane &cp, size_t bytes) override {
     TDIST_CHECK(cp.local_size() == cp.size(), TDIST_ERR_NOT_SUPPORTED,
-                "the CPU backend needs every PE on one host (%d of %d PEs are local)",
-                cp.local_size(), cp.size());
+                "the CPU backend needs every PE on one host (%d of %d PEs are local)", cp.local_size(),
+                cp.size());
     bytes_ = bytes;
     int fd = ::memfd_create("tdist-heap", MFD_CLOEXEC);
     TDIST_CHECK(fd >= 0, TDIST_ERR_SMEM, "memfd_create: %s", std::strerror(errno));

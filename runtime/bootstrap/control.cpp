@@ -112,8 +112,8 @@ std::string ControlPlane::hosts_summary() const {
       i = j + 1;
     }
     if (!out.empty()) out += "; ";
-    out += strfmt("%s %s on %s", rs.size() == 1 ? "rank" : "ranks", list.c_str(),
-                  hosts_[size_t(rs[0])].c_str());
+    out +=
+        strfmt("%s %s on %s", rs.size() == 1 ? "rank" : "ranks", list.c_str(), hosts_[size_t(rs[0])].c_str());
   }
   return out;
 }
