@@ -12,9 +12,11 @@ if [ ! -x "$VENV/bin/ruff" ] || [ ! -x "$VENV/bin/clang-format" ]; then
   "$VENV/bin/pip" install -q clang-format==19.1.7 ruff==0.8.0
 fi
 mapfile -t cxx < <(git ls-files '*.c' '*.cc' '*.cpp' '*.h' '*.hpp' '*.cu' '*.cuh')
+# Python programs without a .py suffix (ruff's directory walk skips them)
+pyscripts=(tools/tdist-bench tools/tdist-run)
 if [ "${1:-}" = "--fix" ]; then
   "$VENV/bin/clang-format" -i "${cxx[@]}"
-  "$VENV/bin/ruff" check --fix .
+  "$VENV/bin/ruff" check --fix . "${pyscripts[@]}"
   exit 0
 fi
 status=0
@@ -27,5 +29,5 @@ if [ ${#bad[@]} -gt 0 ]; then
   printf '  %s\n' "${bad[@]}"
   status=1
 fi
-"$VENV/bin/ruff" check . || status=1
+"$VENV/bin/ruff" check . "${pyscripts[@]}" || status=1
 exit $status
