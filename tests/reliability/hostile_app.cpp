@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <thread>
 
@@ -177,10 +178,8 @@ int run_freeze() {
   return ok && frc != TDIST_SUCCESS ? 0 : 1;
 }
 
-int run_mismatch() {
-  const int n = int(env_long("WORLD_SIZE", 1));
-  const uint64_t mine = g_rank == n - 1 ? (8u << 20) : (4u << 20);
-  tdist_init_attr_t a = attr(mine);
+// Init must fail on this rank with `code` and a message that contains every one of `needles`.
+int expect_init_refused(tdist_init_attr_t a, int code, std::initializer_list<std::string> needles) {
   auto t0 = std::chrono::steady_clock::now();
   int rc = tdist_init_from_env(&a);
   report("tdist_init", rc, since(t0));
@@ -188,11 +187,17 @@ int run_mismatch() {
     tdist_finalize();
     return 1;
   }
-  std::string m = tdist_last_error_message();
-  return rc == TDIST_ERR_COLLECTIVE_MISMATCH && m.find("4194304") != std::string::npos &&
-                 m.find("8388608") != std::string::npos
-             ? 0
-             : 1;
+  const std::string m = tdist_last_error_message();
+  if (rc != code) return 1;
+  for (const std::string &n : needles)
+    if (m.find(n) == std::string::npos) return 1;
+  return 0;
+}
+
+int run_mismatch() {
+  const int n = int(env_long("WORLD_SIZE", 1));
+  const uint64_t mine = g_rank == n - 1 ? (8u << 20) : (4u << 20);
+  return expect_init_refused(attr(mine), TDIST_ERR_COLLECTIVE_MISMATCH, {"4194304", "8388608"});
 }
 
 int run_hosts() {
@@ -201,16 +206,7 @@ int run_hosts() {
     std::fprintf(stderr, "hostile_app hosts: TDIST_HOSTILE_EXPECT is not set\n");
     return 6;
   }
-  tdist_init_attr_t a = attr();
-  auto t0 = std::chrono::steady_clock::now();
-  int rc = tdist_init_from_env(&a);
-  report("tdist_init", rc, since(t0));
-  if (rc == TDIST_SUCCESS) {
-    tdist_finalize();
-    return 1;
-  }
-  std::string m = tdist_last_error_message();
-  return rc == TDIST_ERR_NOT_SUPPORTED && m.find(want) != std::string::npos ? 0 : 1;
+  return expect_init_refused(attr(), TDIST_ERR_NOT_SUPPORTED, {want});
 }
 
 }  // namespace
