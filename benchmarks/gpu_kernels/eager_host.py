@@ -6,11 +6,16 @@ For each size, every rank makes ``--calls`` eager calls back to back (no synchro
 loop, one at the end) and prints the host wall time per call; then the same loop with pieces taken
 away, so that the differences name the pieces:
 
-* ``ops``      ``ops.all_reduce(x)`` as a user calls it;
+* ``ops``      ``ops.all_reduce(x)`` as a user calls it (after the first call: the cached plan,
+               ``all_reduce.LLPlan``);
+* ``checked``  ``ops.all_reduce(x, out=o)``: every check made again, the plan's launch reused;
 * ``run``      ``all_reduce.run`` (the op without its validation and ``empty_like``);
-* ``launch``   only the Triton launch of the LL kernel with arguments made once (Triton's own path);
+* ``launch``   only the Triton launch of the LL kernel with arguments made once (Triton's own path,
+               ``JITFunction.run``);
 * ``empty``    only ``torch.empty_like(x)``, for scale;
-* ``gpu``      the GPU time per call (CUDA events around the ``ops`` loop / calls).
+* ``gpu``      the GPU time per call (CUDA events around the ``ops`` loop / calls);
+* ``graph``    the time per call of a CUDA graph of ``--graph-calls`` calls, replayed (no host
+               launch work: the reference of the eager goal, eager finished / graph <= 1.5).
 
 Rank 0 then prints the 15 functions with the most cumulative time in a cProfile of the ``ops`` loop.
 Every loop is collective (each rank makes the same calls), and the sum is checked once.
@@ -48,6 +53,7 @@ def main():
     ap.add_argument("--bytes", default="4096,65536")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--graph-calls", type=int, default=100)
     args = ap.parse_args()
     me, W, _ = bench.start(256 << 20, False, 1, nccl=False)
     for nbytes in (int(b) for b in args.bytes.split(",")):
@@ -62,7 +68,9 @@ def main():
         dt = "bfloat16"
         nsm = RESOURCES.sm_budget()
         rows = {}
+        o2 = torch.empty_like(x)
         for name, fn in (("ops", lambda: ops.all_reduce(x)),
+                         ("checked", lambda: ops.all_reduce(x, out=o2)),
                          ("run", lambda: _ar.run("one_shot_ll", xf, o, W, me, dt)),
                          ("empty", lambda: torch.empty_like(x))):
             rows[name] = [per_call(fn, args.calls) for _ in range(args.runs)]
@@ -86,6 +94,13 @@ def main():
         ev1.record()
         torch.cuda.synchronize()
         gpu = ev0.elapsed_time(ev1) * 1e3 / args.calls
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(args.graph_calls):
+                ops.all_reduce(x)
+        reps = max(1, args.calls // args.graph_calls)
+        graphed = [per_call(graph.replay, reps)[1] / args.graph_calls for _ in range(args.runs)]
+        del graph
         if me == 0:
             print(f"all_reduce {nbytes} B, {W} ranks, {args.calls} calls x {args.runs} runs "
                   "(host us per call issued / until the GPU finished):", flush=True)
@@ -93,6 +108,11 @@ def main():
                 hs = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in vals)
                 print(f"  {name:7s} {hs}", flush=True)
             print(f"  gpu     {gpu:.1f} us per call (events around {args.calls} eager calls)", flush=True)
+            print("  graph   " + ", ".join(f"{g:.1f}" for g in graphed) +
+                  f" us per call (a graph of {args.graph_calls} calls replayed)", flush=True)
+            eager = sorted(b for _, b in rows["ops"])[len(rows["ops"]) // 2]
+            ratio = eager / sorted(graphed)[len(graphed) // 2]
+            print(f"  eager finished / graph (medians): {ratio:.2f} (goal <= 1.5)", flush=True)
         prof = cProfile.Profile()
         ash.barrier_all()
         prof.enable()

@@ -119,7 +119,47 @@ def init_from_env(local_mem_size=None, **options):
     return SUCCESS
 
 
-def _after_init():
+_torch_group = None  # the torch.distributed group of init_from_torch, None otherwise
+
+
+def init_from_torch(group=None, local_mem_size=None, **options):
+    """Initialise tdist over an existing ``torch.distributed`` process group (default: the world
+    group), without a second rendezvous: PE ``i`` is the group's rank ``i``. The group's rank 0 makes
+    a unique id (``tdist.get_uniqueid``: a store address on this host and a fresh secret, so only
+    holders of the id can join) and broadcasts it over the group; every rank then joins with it
+    (``tdist.init_with_uniqueid``). Collective over the group. On CUDA the PE uses the current
+    device (``torch.cuda.set_device`` first, as with NCCL) unless ``device_id`` is given. The ops
+    of ``tdist_kernels`` accept this group as ``group=``. ``options`` as for ``init_from_env``."""
+    import torch
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_initialized():
+        raise errors.InvalidParam("init_from_torch: torch.distributed is not initialised; call "
+                                  "torch.distributed.init_process_group first (or use init_from_env)", INVALID_PARAM)
+    if tdist.initialized():
+        raise errors.InvalidParam("init_from_torch: tdist is already initialised", INVALID_PARAM)
+    group = dist.group.WORLD if group is None else group
+    if group is dist.GroupMember.NON_GROUP_MEMBER or not isinstance(group, dist.ProcessGroup):
+        what = "this rank is not a member of the group" if group is dist.GroupMember.NON_GROUP_MEMBER else \
+            f"group must be a torch.distributed ProcessGroup, got {type(group).__name__}"
+        raise errors.InvalidParam(f"init_from_torch: {what}", INVALID_PARAM)
+    rank, size = dist.get_rank(group), dist.get_world_size(group)
+    box = [tdist.get_uniqueid() if rank == 0 else None]
+    dist.broadcast_object_list(box, src=dist.get_global_rank(group, 0), group=group)
+    if "device_id" not in options and options.get("backend") != tdist.BACKEND_CPU and torch.cuda.is_available():
+        options["device_id"] = torch.cuda.current_device()
+    tdist.init_with_uniqueid(box[0], rank, size, local_mem_size=local_mem_size, **options)
+    _after_init(group)
+    return SUCCESS
+
+
+def torch_group():
+    """The ``torch.distributed`` group tdist was initialised over (``init_from_torch``), or None."""
+    return _torch_group if tdist.initialized() else None
+
+
+def _after_init(group=None):
+    global _torch_group
+    _torch_group = group
     if on_cuda():
         from triton_dist import hook
         hook.install()

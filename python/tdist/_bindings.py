@@ -15,7 +15,24 @@ TEAM_WORLD = _C.TEAM_WORLD
 TEAM_INVALID = _C.TEAM_INVALID
 
 init_attr_default = _C.init_attr_default
-finalize = _C.finalize
+_finalize_hooks = []
+
+
+def on_finalize(fn):
+    """Call ``fn()`` at the start of every later ``finalize``, while the heap is still mapped: layers
+    that cache heap addresses (``tdist_kernels``' buffers and launch plans) drop them there, so
+    nothing made before a finalize is used after a new init. Registering ``fn`` twice keeps one."""
+    if fn not in _finalize_hooks:
+        _finalize_hooks.append(fn)
+
+
+def finalize():
+    """``tdist_finalize`` (collective), after the ``on_finalize`` hooks."""
+    for fn in list(_finalize_hooks):
+        fn()
+    _C.finalize()
+
+
 initialized = _C.initialized
 malloc = _C.malloc
 calloc = _C.calloc

@@ -38,15 +38,21 @@ class Resources:
         self._streams = {}  # (device, role) -> side stream
         self._sm_info = {}  # device -> sm_info()
         self._placement = {}  # device -> shared_gpu()
+        # key -> a prepared eager call (an op's buffers, grid and cached ``_launch.Launch``): the ops'
+        # fast path for a repeated call with the same shapes, dtypes, alignment and variant
+        self.plans = {}
+        self._hooked = False
 
     # -- runtime -------------------------------------------------------------------------------
 
-    @staticmethod
-    def runtime():
+    def runtime(self):
         """(torch, shmem, tdist), once tdist is initialised on the CUDA backend."""
         import torch
         import shmem as ash
         import tdist
+        if not self._hooked:
+            tdist.on_finalize(self.forget)
+            self._hooked = True
         if not tdist.initialized():
             raise KernelArgError("tdist_kernels.ops: tdist is not initialised; call shmem.init_from_env(...) or "
                                  "shmem.aclshmem_init(attr) with the CUDA backend first")
@@ -142,14 +148,25 @@ class Resources:
         return self._streams[key]
 
     def release(self):
-        """Free every cached symmetric buffer (collective) and drop the local ones."""
+        """Free every cached symmetric buffer (collective) and drop the local ones and the plans."""
         _, ash, _ = self.runtime()
+        self.plans.clear()
         self._views.clear()
         self._local.clear()
         for bufs in self._symmetric.values():
             for t in bufs:
                 ash.aclshmem_free_tensor(t)
         self._symmetric.clear()
+
+    def forget(self):
+        """Drop everything that holds heap addresses or depends on the job (buffers, views, plans,
+        placement) without freeing through shmem: ``tdist.finalize`` calls it, since the heap goes
+        away with it and a later init is a new job."""
+        self.plans.clear()
+        self._views.clear()
+        self._local.clear()
+        self._symmetric.clear()
+        self._placement.clear()
 
 
 RESOURCES = Resources()

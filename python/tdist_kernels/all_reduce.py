@@ -30,6 +30,7 @@ from triton_dist.language import core as dlcore
 from triton_dist.language._front import DistributedError, Front
 
 from ._common import SIG, SIG_ELEMS, bar_slots, cdiv, fence_sys, grid_barrier, pow2, resident_grid
+from ._launch import Launch
 from ._resources import RESOURCES, signal_round
 
 VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
@@ -335,11 +336,6 @@ def _run_ll(xf, out, W, me, dt, nsm):
     N = xf.numel()
     nbytes = N * xf.element_size()
     nw = cdiv(nbytes, 4)
-    warps = _ll_warps(nbytes)
-    block = ll_block(W, warps)
-    grid = max(1, min(allreduce_grid(nsm), cdiv(nw, block)))
-    area, = RESOURCES.epoch_buffers(("all_reduce", "one_shot_ll", nw, W, grid), "all_reduce",
-                                    ([ll_buffer_words(W, nw) + grid * SIG_ELEMS], torch.int64))
     flat = out.view(-1)
     if nbytes % 4:
         xin = torch.zeros(2 * nw, dtype=xf.dtype, device=xf.device)
@@ -347,11 +343,47 @@ def _run_ll(xf, out, W, me, dt, nsm):
         o = torch.empty_like(xin)
     else:
         xin, o = xf, flat
-    allreduce_ll_kernel[(grid,)](xin.view(torch.int32), area, o.view(torch.int32), area[ll_buffer_words(W, nw):], me,
-                                 W, nw, KIND=LL_KIND[dt], BLOCK=block, WP=pow2(W), num_warps=warps)
+    plan = ll_plan(nw, W, me, dt, nsm, (xin.data_ptr() % 16 == 0, o.data_ptr() % 16 == 0))
+    plan.launch(xin.view(torch.int32), plan.area, o.view(torch.int32), plan.epochs, me, W, plan.nw)
     if o is not flat:
         flat.copy_(o[:N])
     return out
+
+
+class LLPlan:
+    """The one_shot_ll call for ``nw`` payload words of one dtype, made once per (nw, dtype,
+    alignment of x and out): the symmetric packet and epoch area, the grid and a ``_launch.Launch``.
+    ``__call__`` is the eager fast path of ``ops.all_reduce`` for a contiguous ``x`` of ``4 * nw``
+    bytes into a new tensor (aligned, as the allocator's are): one ``empty_like`` and one launch,
+    with device addresses as integers (every check was made by the first call with this key)."""
+
+    __slots__ = ("nw", "area", "epochs", "launch", "_args", "_empty_like")
+
+    def __init__(self, nw, W, me, dt, nsm):
+        import torch
+        warps = _ll_warps(4 * nw)
+        block = ll_block(W, warps)
+        grid = max(1, min(allreduce_grid(nsm), cdiv(nw, block)))
+        self.nw = nw
+        self.area, = RESOURCES.epoch_buffers(("all_reduce", "one_shot_ll", nw, W, grid), "all_reduce",
+                                             ([ll_buffer_words(W, nw) + grid * SIG_ELEMS], torch.int64))
+        self.epochs = self.area[ll_buffer_words(W, nw):]
+        self.launch = Launch(allreduce_ll_kernel, (grid,), {"KIND": LL_KIND[dt], "BLOCK": block, "WP": pow2(W)},
+                             {"num_warps": warps})
+        self._args = (self.area.data_ptr(), self.epochs.data_ptr(), me, W, nw)
+        self._empty_like = torch.empty_like
+
+    def __call__(self, x):
+        out = self._empty_like(x)
+        area, epochs, me, W, nw = self._args
+        self.launch(x.data_ptr(), area, out.data_ptr(), epochs, me, W, nw)
+        return out
+
+
+def ll_plan(nw, W, me, dt, nsm, aligned):
+    """The cached ``LLPlan`` (``aligned``: whether the addresses of x and out are 16-byte aligned,
+    which Triton specialises the kernel on)."""
+    return RESOURCES.local(("all_reduce", "ll_plan", nw, W, dt, aligned), lambda: LLPlan(nw, W, me, dt, nsm))
 
 
 def compile_cases(dtype="fp16"):

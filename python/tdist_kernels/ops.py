@@ -49,6 +49,7 @@ Variant names describe the algorithm and are the same in the CPU C++ kernels and
 (``pipeline``, ``bulk``, ``wait_notify``, ``direct``); the former name ``mte`` of the pipeline is
 accepted with a DeprecationWarning (``DEPRECATED_VARIANTS``).
 """
+import functools
 import warnings
 
 from . import _validate as v
@@ -63,6 +64,15 @@ from .ag_gemm import AG_FREE_SMS, ag_gemm_grid  # noqa: F401
 from .all_reduce import LL_KIND, allreduce_grid  # noqa: F401
 from .all_to_all import A2A_WARPS, a2a_grid, a2a_tiles, direct_tiles, dispatch_grid  # noqa: F401
 from .gemm_rs import rs_reduce_grid  # noqa: F401
+
+try:  # torch is what the ops run on; without it (a compile-only machine) this module still imports
+    import torch as _torch
+    from torch.compiler import is_compiling as _compiling
+except ImportError:
+    _torch = None
+
+    def _compiling():
+        return False
 
 REVERSE_A2A_VARIANTS = _a2a.REVERSE_VARIANTS
 DISPATCH_A2A_VARIANTS = _a2a.DISPATCH_VARIANTS
@@ -102,6 +112,83 @@ def release():
     RESOURCES.release()
 
 
+# -- the ops' common entry: torch.compile, autograd, group= ----------------------------------------
+
+_IMPLS = {}  # op name -> its eager implementation (what the decorated op calls)
+_GROUPS_OK = {}  # id -> a torch.distributed group already checked to be tdist's world (kept alive)
+
+
+def _impl(name):
+    """The eager implementation of op ``name`` (what its torch.library custom op runs)."""
+    return _IMPLS[name]
+
+
+def _check_group(what, group):
+    """``group=``: the torch.distributed group the op runs over. tdist's ops run over all PEs, so the
+    group must be tdist's world: the group of ``shmem.init_from_torch``, or a group whose ranks are
+    0 .. n_pes - 1 in order (the world group of a job started by torchrun or tdist-run)."""
+    if group is None or id(group) in _GROUPS_OK:
+        return
+    import shmem
+    import tdist
+    if group is not shmem.torch_group():
+        import torch.distributed as dist
+        if group is dist.GroupMember.NON_GROUP_MEMBER:
+            raise KernelArgError(f"{what}: this rank is not a member of group= (torch.distributed gave it "
+                                 "GroupMember.NON_GROUP_MEMBER)")
+        if not isinstance(group, dist.ProcessGroup):
+            raise KernelArgError(f"{what}: group= must be a torch.distributed ProcessGroup, got {type(group).__name__}")
+        ranks = dist.get_process_group_ranks(group)
+        base = shmem.torch_group()
+        want = dist.get_process_group_ranks(base) if base is not None else list(range(tdist.n_pes()))
+        if ranks != want:
+            raise KernelArgError(f"{what}: group= has ranks {ranks}, but tdist's ops run over every PE of tdist's "
+                                 f"world (torch ranks {want}); ops over a subgroup are not supported yet")
+    _GROUPS_OK[id(group)] = group
+
+
+def _routed(args, kwargs):
+    """Whether an eager call goes through the op's torch.library custom op: when an input tensor
+    needs a gradient (autograd records the op there)."""
+    if not _torch.is_grad_enabled():
+        return False
+    for t in args:
+        if isinstance(t, _torch.Tensor) and t.requires_grad:
+            return True
+    for t in kwargs.values():
+        if isinstance(t, _torch.Tensor) and t.requires_grad:
+            return True
+    return False
+
+
+def _torch_op(name):
+    """The public form of op ``name``: under ``torch.compile`` tracing, and in eager calls whose
+    inputs need a gradient, the call goes to the op's ``torch.library`` custom op
+    (``_torch_ops``); otherwise straight to the implementation. Adds ``group=`` (``_check_group``)."""
+    def wrap(fn):
+        _IMPLS[name] = fn
+
+        @functools.wraps(fn)
+        def op(*args, group=None, **kwargs):
+            if _compiling():
+                if group is not None and not any(group is g for g in _GROUPS_OK.values()):
+                    raise KernelArgError(f"{name}: under torch.compile, group= must be a group an eager call "
+                                         "has used already, or None (tdist's world)")
+                return _torch_ops.CALLS[name](*args, **kwargs)
+            if group is not None:
+                _check_group(name, group)
+            if _torch_ops is not None and _routed(args, kwargs):
+                return _torch_ops.CALLS[name](*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        op.__doc__ = (fn.__doc__ or "") + "\n\n    ``group``: the torch.distributed group (``_check_group``)."
+        return op
+    return wrap
+
+
+_torch_ops = None  # set at the end of this module when torch has torch.library.custom_op
+
+
 _warned = set()
 
 
@@ -128,6 +215,7 @@ def _check_symmetric_out(what, ash, out):
         raise KernelArgError(f"{what}: the direct variant needs out on the symmetric heap: {e}") from None
 
 
+@_torch_op("reverse_all_to_all")
 def reverse_all_to_all(a, variant="pipeline", out=None, buffer_num=2, block_s=None, block_d=None):
     """(S * W, H, D) -> (S, H * W, D): ``out[s, r * H + h] = a_r[me * S + s, h]`` (seed 002).
 
@@ -155,6 +243,7 @@ def reverse_all_to_all(a, variant="pipeline", out=None, buffer_num=2, block_s=No
     return _a2a.reverse(variant, a, out, S, H, D, W, me, dt, buffer_num, block_s, block_d)
 
 
+@_torch_op("dispatch_all_to_all")
 def dispatch_all_to_all(x, out=None, variant="staged"):
     """(S, H * W, D) -> (S * W, H, D): ``out[r * S + s, h] = x_r[s, me * H + h]`` (inverse of the reverse).
 
@@ -186,6 +275,7 @@ def _auto_allreduce(nbytes):
     return "one_shot_ll" if nbytes <= AUTO_LL_MAX_BYTES else "two_shot"
 
 
+@_torch_op("all_reduce")
 def all_reduce(x, variant="auto", out=None):
     """Sum of ``x`` over all ranks (any shape; reduced as a flat array). Bitwise equal on every rank.
 
@@ -194,8 +284,21 @@ def all_reduce(x, variant="auto", out=None):
     with the epoch in one 8-byte store, so there is no barrier, fence or reset; the small-message
     latency form; its buffer holds 4 x W times the bytes of ``x``), or "auto" (default): one_shot_ll
     up to ``AUTO_LL_MAX_BYTES``, two_shot above."""
+    if out is None:
+        # the eager fast path: a call like an earlier one (shape, dtype, device, variant, an aligned
+        # contiguous x) reuses that call's checked plan (all_reduce.LLPlan); anything else, a bad
+        # argument included, takes the checked path below
+        try:
+            plan = RESOURCES.plans.get(("all_reduce", x.shape, x.dtype, x.get_device(), variant))
+            if plan is not None and not (x.is_contiguous() and not x.data_ptr() % 16):
+                plan = None
+        except (AttributeError, TypeError):
+            plan = None
+        if plan is not None:
+            return plan(x)
     torch, ash, tdist = RESOURCES.runtime()
     what = "all_reduce"
+    given = variant
     variant = _variant(what, variant, ALLREDUCE_VARIANTS + ("auto",))
     if x.dim() == 0:
         raise KernelArgError(f"{what}: x must have at least one dimension")
@@ -203,14 +306,19 @@ def all_reduce(x, variant="auto", out=None):
     xf = x.contiguous().view(-1)
     N = xf.numel()
     W, me = tdist.n_pes(), tdist.my_pe()
+    plannable = out is None and x.is_contiguous() and not x.data_ptr() % 16
     if out is None:
         out = torch.empty_like(xf)
     elif out.numel() != N or out.dtype != x.dtype or not out.is_contiguous():
         raise KernelArgError(f"{what}: out must be a contiguous tensor of {N} {x.dtype}, got {tuple(out.shape)} "
                              f"{out.dtype}")
-    if variant == "auto":
-        variant = _auto_allreduce(N * xf.element_size())
-    return _ar.run(variant, xf, out, W, me, dt).view(x.shape)
+    nbytes = N * xf.element_size()
+    chosen = _auto_allreduce(nbytes) if variant == "auto" else variant
+    y = _ar.run(chosen, xf, out, W, me, dt).view(x.shape)
+    if plannable and chosen == "one_shot_ll" and not nbytes % 4:
+        RESOURCES.plans[("all_reduce", x.shape, x.dtype, x.get_device(), given)] = \
+            _ar.ll_plan(nbytes // 4, W, me, dt, RESOURCES.sm_budget(), (True, True))
+    return y
 
 
 def _auto_overlap(what):
@@ -247,6 +355,7 @@ def _refuse_capture(torch, what):
                              "copies and kernels outside the launch); use impl='cublas' in graphs")
 
 
+@_torch_op("ag_gemm")
 def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
     """``all_gather(a) @ b``: a (M, K) per rank, b (K, N) -> (W * M, N), AG overlapped with the GEMM.
 
@@ -287,6 +396,7 @@ def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
     return _ag.run_triton(a, b, out, W, me, dt, chunk_m)
 
 
+@_torch_op("gemm_rs")
 def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
     """``reduce_scatter(a @ b)``: a (M, K) and b (K, N) per rank -> rows [me * M / W, (me + 1) * M / W) of
     the sum over ranks, (M / W, N).
@@ -355,3 +465,7 @@ def moe_combine(y, handle):
     """The weighted sum of the experts' outputs ``y`` (the layout of ``moe_dispatch``'s output) back at
     each token's home rank: ``out[t] = sum_k w[t, k] * y[row(t, k)]`` (T, H)."""
     return handle.buf.combine(y, handle)
+
+
+if _torch is not None and hasattr(_torch, "library") and hasattr(_torch.library, "custom_op"):
+    from . import _torch_ops  # noqa: E402,F811  (registers the tdist:: custom ops)

@@ -22,6 +22,7 @@ import shmem as ash  # noqa: E402
 import tdist  # noqa: E402
 from tdist_kernels import ops  # noqa: E402
 from tdist_kernels import KernelArgError  # noqa: E402
+from tdist_kernels._resources import RESOURCES  # noqa: E402
 
 failures = []
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
@@ -217,6 +218,35 @@ def scenario_ll(seed, me, W):
         ok = graph_replays(lambda: ops.all_reduce(x_g, variant="one_shot_ll", out=o_g), x_g, o_g, ins, refs,
                            (4, 2, 5), me, W, 0.02)
         check(f"all_reduce one_shot_ll N={N} {dt}: CUDA-graph replays, new input each", ok)
+        # the eager fast path: calls without out= reuse the first call's plan (ops.all_reduce); new
+        # data and a late rank each call, every result compared bit for bit
+        ok = True
+        for k in (1, 3, 0, 5, 2, 4):
+            if (me + k) % W == 1 % W:
+                time.sleep(0.02)
+            y = ops.all_reduce(ins[k], variant="one_shot_ll")
+            torch.cuda.synchronize()
+            same = same_on_all_ranks(y)
+            ok &= torch.equal(y, refs[k]) and same
+        planned = ("all_reduce", ins[0].shape, dt, ins[0].get_device(), "one_shot_ll") in RESOURCES.plans
+        even = N * ins[0].element_size() % 4 == 0
+        check(f"all_reduce one_shot_ll N={N} {dt}: eager calls without out= == one_shot bitwise, plan cached "
+              f"exactly when the size is whole words ({planned})", ok and planned == even)
+        # x 4 bytes past a 16-byte boundary: not the plan's specialization, so the checked path; then
+        # the aligned x again through the plan
+        step = 4 // ins[0].element_size()
+        ok = True
+        for k in (2, 0):
+            base = torch.empty(N + step, dtype=dt, device="cuda")
+            xv = base[step:]
+            xv.copy_(ins[k])
+            ok &= xv.data_ptr() % 16 == 4
+            y = ops.all_reduce(xv, variant="one_shot_ll")
+            y2 = ops.all_reduce(ins[k], variant="one_shot_ll")
+            torch.cuda.synchronize()
+            same = same_on_all_ranks(y) and same_on_all_ranks(y2)
+            ok &= torch.equal(y, refs[k]) and torch.equal(y2, refs[k]) and same
+        check(f"all_reduce one_shot_ll N={N} {dt}: an unaligned x beside the cached plan", ok)
 
 
 def OVERLAP_FORMS(impls):

@@ -25,6 +25,14 @@ def test_gpu_compat_worker(ranks):
     run_worker(Path(__file__).with_name("gpu_compat_worker.py"), ranks, 300)
 
 
+@pytest.mark.skipif(_reason is not None, reason=f"GPU tests need a GPU run: {_reason}")
+@pytest.mark.parametrize("ranks", [int(n) for n in os.environ.get("TDIST_TEST_RANKS", "2,4").split(",")])
+def test_torch_gpu_worker(ranks):
+    """shmem.init_from_torch, a model of ops.* under torch.compile(fullgraph=True), autograd through
+    the ops (tests/torch/torch_gpu_worker.py)."""
+    run_worker(Path(__file__).resolve().parents[1] / "torch" / "torch_gpu_worker.py", ranks, 300)
+
+
 def _run_scenario(scenario, ranks):
     import subprocess
     from gpu_worker_launch import REPO

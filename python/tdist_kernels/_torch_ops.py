@@ -1,0 +1,186 @@
+"""tdist's ops as ``torch.library`` custom ops (namespace ``tdist``), so that ``torch.compile`` traces
+them as single graph nodes (no graph break) and autograd differentiates them.
+
+``ops.*`` route here while ``torch.compile`` traces (``torch.compiler.is_compiling()``) and, for the
+differentiable ops, when an input needs a gradient; every other eager call goes straight to the
+op's own path. Each custom op's implementation is that same eager path (``ops._impl``), and its
+fake implementation gives the output's shape, dtype and device from the inputs and the world size,
+which is fixed once tdist is initialised.
+
+=============================================  ====================================================
+custom op                                       eager op
+=============================================  ====================================================
+``tdist::all_reduce(x, variant)``                ``ops.all_reduce(x, variant)``
+``tdist::all_reduce_out(x, out!, variant)``      ``ops.all_reduce(x, variant, out=out)``
+``tdist::reverse_all_to_all(a, variant, ...)``   ``ops.reverse_all_to_all`` (and ``_out``)
+``tdist::dispatch_all_to_all(x, variant)``       ``ops.dispatch_all_to_all`` (and ``_out``)
+``tdist::ag_gemm(a, b, impl, ...)``              ``ops.ag_gemm``
+``tdist::gemm_rs(a, b, impl, ...)``              ``ops.gemm_rs``
+=============================================  ====================================================
+
+Gradients: the all-reduce's is the all-reduce of the output's gradient; the reverse all-to-all and
+the dispatch all-to-all are inverse permutations across ranks, so each one's gradient is the other
+applied to the output's gradient. The GEMM forms and the ``_out`` forms have none (autograd raises
+when one is asked of them). The MoE ops keep a Python handle between dispatch and combine and are
+not registered (``docs/PYTHON.md``, torch integration).
+"""
+from typing import Optional
+
+import torch
+
+import tdist
+
+from . import ops
+
+_lib_ops = []
+
+
+def _def(name, fn, fake, mutates=()):
+    op = torch.library.custom_op(f"tdist::{name}", fn, mutates_args=mutates)
+    op.register_fake(fake)
+    _lib_ops.append(op)
+    return op
+
+
+# -- all_reduce ---------------------------------------------------------------------------------
+
+
+def _all_reduce(x: torch.Tensor, variant: str) -> torch.Tensor:
+    return ops._impl("all_reduce")(x, variant=variant)
+
+
+def _all_reduce_out(x: torch.Tensor, out: torch.Tensor, variant: str) -> None:
+    ops._impl("all_reduce")(x, variant=variant, out=out)
+
+
+all_reduce = _def("all_reduce", _all_reduce,
+                  lambda x, variant: torch.empty_like(x, memory_format=torch.contiguous_format))
+all_reduce_out = _def("all_reduce_out", _all_reduce_out, lambda x, out, variant: None, mutates=("out",))
+
+
+def _all_reduce_backward(ctx, grad):
+    return all_reduce(grad.contiguous(), ctx.variant), None
+
+
+def _all_reduce_setup(ctx, inputs, output):
+    ctx.variant = inputs[1]
+
+
+all_reduce.register_autograd(_all_reduce_backward, setup_context=_all_reduce_setup)
+
+
+# -- all-to-alls --------------------------------------------------------------------------------
+
+
+def _reverse_shape(a):
+    W = tdist.n_pes()
+    S, H, D = a.shape[0] // W, a.shape[1], a.shape[2]
+    return S, H * W, D
+
+
+def _dispatch_shape(x):
+    W = tdist.n_pes()
+    S, HW, D = x.shape
+    return S * W, HW // W, D
+
+
+def _reverse(a: torch.Tensor, variant: str, buffer_num: int, block_s: Optional[int],
+             block_d: Optional[int]) -> torch.Tensor:
+    return ops._impl("reverse_all_to_all")(a, variant=variant, buffer_num=buffer_num, block_s=block_s,
+                                           block_d=block_d)
+
+
+def _reverse_out(a: torch.Tensor, out: torch.Tensor, variant: str, buffer_num: int, block_s: Optional[int],
+                 block_d: Optional[int]) -> None:
+    ops._impl("reverse_all_to_all")(a, variant=variant, out=out, buffer_num=buffer_num, block_s=block_s,
+                                    block_d=block_d)
+
+
+def _dispatch(x: torch.Tensor, variant: str) -> torch.Tensor:
+    return ops._impl("dispatch_all_to_all")(x, variant=variant)
+
+
+def _dispatch_out(x: torch.Tensor, out: torch.Tensor, variant: str) -> None:
+    ops._impl("dispatch_all_to_all")(x, out=out, variant=variant)
+
+
+reverse_all_to_all = _def("reverse_all_to_all", _reverse,
+                          lambda a, variant, buffer_num, block_s, block_d: a.new_empty(_reverse_shape(a)))
+reverse_all_to_all_out = _def("reverse_all_to_all_out", _reverse_out,
+                              lambda a, out, variant, buffer_num, block_s, block_d: None, mutates=("out",))
+dispatch_all_to_all = _def("dispatch_all_to_all", _dispatch, lambda x, variant: x.new_empty(_dispatch_shape(x)))
+dispatch_all_to_all_out = _def("dispatch_all_to_all_out", _dispatch_out, lambda x, out, variant: None,
+                               mutates=("out",))
+
+
+def _reverse_backward(ctx, grad):
+    # dispatch is reverse's inverse permutation, so its adjoint
+    return dispatch_all_to_all(grad.contiguous(), "staged"), None, None, None, None
+
+
+def _dispatch_backward(ctx, grad):
+    return reverse_all_to_all(grad.contiguous(), "pipeline", 2, None, None), None
+
+
+reverse_all_to_all.register_autograd(_reverse_backward)
+dispatch_all_to_all.register_autograd(_dispatch_backward)
+
+
+# -- overlap GEMMs ------------------------------------------------------------------------------
+
+
+def _ag_gemm(a: torch.Tensor, b: torch.Tensor, impl: str, chunk_m: Optional[int], gemm_streams: int) -> torch.Tensor:
+    return ops._impl("ag_gemm")(a, b, impl=impl, chunk_m=chunk_m, gemm_streams=gemm_streams)
+
+
+def _gemm_rs(a: torch.Tensor, b: torch.Tensor, impl: str, reduce_programs: Optional[int],
+             gemm_streams: int) -> torch.Tensor:
+    return ops._impl("gemm_rs")(a, b, impl=impl, reduce_programs=reduce_programs, gemm_streams=gemm_streams)
+
+
+ag_gemm = _def("ag_gemm", _ag_gemm,
+               lambda a, b, impl, chunk_m, gemm_streams: a.new_empty((tdist.n_pes() * a.shape[0], b.shape[1])))
+gemm_rs = _def("gemm_rs", _gemm_rs,
+               lambda a, b, impl, reduce_programs, gemm_streams: a.new_empty((a.shape[0] // tdist.n_pes(),
+                                                                             b.shape[1])))
+
+
+# -- the calls ops.* make -----------------------------------------------------------------------
+# Same signatures as the ops (group checked by the op before); out= selects the mutating form.
+
+
+def call_all_reduce(x, variant="auto", out=None):
+    if out is None:
+        return all_reduce(x, variant)
+    all_reduce_out(x, out, variant)
+    return out
+
+
+def call_reverse_all_to_all(a, variant="pipeline", out=None, buffer_num=2, block_s=None, block_d=None):
+    if out is None:
+        return reverse_all_to_all(a, variant, buffer_num, block_s, block_d)
+    reverse_all_to_all_out(a, out, variant, buffer_num, block_s, block_d)
+    return out
+
+
+def call_dispatch_all_to_all(x, out=None, variant="staged"):
+    if out is None:
+        return dispatch_all_to_all(x, variant)
+    dispatch_all_to_all_out(x, out, variant)
+    return out
+
+
+def call_ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
+    if out is not None:
+        raise ops.KernelArgError("ag_gemm: out= is not available under torch.compile or autograd; use the result")
+    return ag_gemm(a, b, impl, chunk_m, gemm_streams)
+
+
+def call_gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
+    if out is not None:
+        raise ops.KernelArgError("gemm_rs: out= is not available under torch.compile or autograd; use the result")
+    return gemm_rs(a, b, impl, reduce_programs, gemm_streams)
+
+
+CALLS = {"all_reduce": call_all_reduce, "reverse_all_to_all": call_reverse_all_to_all,
+         "dispatch_all_to_all": call_dispatch_all_to_all, "ag_gemm": call_ag_gemm, "gemm_rs": call_gemm_rs}
