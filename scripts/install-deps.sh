@@ -34,4 +34,12 @@ if [ ! -x "$VENV_ASCEND/bin/python" ]; then
   $PY -m venv "$VENV_ASCEND"
 fi
 "$VENV_ASCEND/bin/python" -m pip install -q --disable-pip-version-check triton-ascend==3.2.0 pybind11 numpy pytest
+# torch, for the torch integration tests (tests/torch: init_from_torch, group=, torch.compile tracing
+# of the custom ops): its own environment, so that the main one keeps requirements.txt's Triton pin
+# and the quick start stays light. torch 2.11.0 is what the GPU machine has; it brings Triton 3.6.0.
+VENV_TORCH=${TDIST_TORCH_VENV:-"$(dirname "$0")/../.venv-torch"}
+if [ ! -x "$VENV_TORCH/bin/python" ]; then
+  $PY -m venv "$VENV_TORCH"
+fi
+"$VENV_TORCH/bin/python" -m pip install -q --disable-pip-version-check torch==2.11.0 numpy pytest
 echo "[install-deps] done"

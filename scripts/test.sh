@@ -15,3 +15,7 @@ done
 # in triton-ascend's own environment (scripts/install-deps.sh makes it).
 VENV_ASCEND=${TDIST_ASCEND_VENV:-.venv-ascend}
 "$VENV_ASCEND/bin/python" -m pytest -q -rs tests/ascend
+# torch integration (shmem.init_from_torch, group=, the ops as torch.library custom ops traced by
+# torch.compile) on CPU ranks, in the torch environment (scripts/install-deps.sh makes it).
+VENV_TORCH=${TDIST_TORCH_VENV:-.venv-torch}
+"$VENV_TORCH/bin/python" -m pytest -q -rs tests/torch

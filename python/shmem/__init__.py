@@ -157,9 +157,19 @@ def torch_group():
     return _torch_group if tdist.initialized() else None
 
 
+_world_size = 0  # n_pes of the current job (0 before init and after finalize), read by traced code
+
+
 def _after_init(group=None):
-    global _torch_group
+    global _torch_group, _world_size
     _torch_group = group
+    _world_size = tdist.n_pes()
+    tdist.on_finalize(_on_finalize)
+
+
+def _on_finalize():
+    global _torch_group, _world_size
+    _torch_group, _world_size = None, 0
     if on_cuda():
         from triton_dist import hook
         hook.install()

@@ -10,10 +10,12 @@ call goes through Triton (it compiles, loads the module, runs the load hooks tha
 device state in, and checks the arguments); it returns the compiled kernel, whose launcher later
 calls use directly with device addresses as integers.
 
-A profiler hook (``triton.knobs.runtime.launch_enter_hook`` / ``launch_exit_hook``) sends every call
-back through Triton's own path, so that profilers see each launch with its metadata.
+With a profiler's hook set (``triton.knobs.runtime.launch_enter_hook`` / ``launch_exit_hook``, empty
+chains by default), a call goes through the compiled kernel's own runner, which builds the launch
+metadata and calls the hooks, so that profilers still see every launch.
 """
 from triton import knobs
+from triton.knobs import HookChain
 from triton.runtime.driver import driver
 
 
@@ -41,22 +43,34 @@ class Launch:
 
     def __call__(self, *args):
         k = self.kernel
-        if k is None or knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None:
-            return self._slow(args)
+        if k is None:
+            return self._first(args)
         full = self._full
         for pos, a in zip(self._runtime_pos, args):
             full[pos] = a
+        if _hooked():
+            # the compiled kernel's own runner: it builds the launch metadata and calls the hooks
+            k[self._g](*full)
+            return k
         dev = driver.active.get_current_device()
         k.run(self._g[0], self._g[1], self._g[2], driver.active.get_current_stream(dev), k.function,
               k.packed_metadata, None, None, None, *full)
         return k
 
-    def _slow(self, args):
+    def _first(self, args):
         if len(args) != len(self._runtime_pos):
             raise TypeError(f"{self.fn.__name__}: {len(self._runtime_pos)} runtime arguments expected, got {len(args)}")
         k = self.fn[self.grid](*args, **self.constexprs, **self.options)
-        if self.kernel is None:
-            if hasattr(k, "result"):
-                k = k.result()
-            self.kernel = k
+        if hasattr(k, "result"):
+            k = k.result()
+        self.kernel = k
         return k
+
+
+def _active(hook):
+    return hook is not None and (not isinstance(hook, HookChain) or bool(hook.calls))
+
+
+def _hooked():
+    """Whether a launch hook is set (Triton 3.6 keeps an empty ``HookChain`` there by default)."""
+    return _active(knobs.runtime.launch_enter_hook) or _active(knobs.runtime.launch_exit_hook)

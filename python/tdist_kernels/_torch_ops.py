@@ -5,17 +5,18 @@ them as single graph nodes (no graph break) and autograd differentiates them.
 differentiable ops, when an input needs a gradient; every other eager call goes straight to the
 op's own path. Each custom op's implementation is that same eager path (``ops._impl``), and its
 fake implementation gives the output's shape, dtype and device from the inputs and the world size,
-which is fixed once tdist is initialised.
+which the ops that need it take as an argument (``world``: a constant of the traced graph, so part
+of every compile cache's key; a graph traced for another world size is refused when it runs).
 
 =============================================  ====================================================
 custom op                                       eager op
 =============================================  ====================================================
 ``tdist::all_reduce(x, variant)``                ``ops.all_reduce(x, variant)``
 ``tdist::all_reduce_out(x, out!, variant)``      ``ops.all_reduce(x, variant, out=out)``
-``tdist::reverse_all_to_all(a, variant, ...)``   ``ops.reverse_all_to_all`` (and ``_out``)
-``tdist::dispatch_all_to_all(x, variant)``       ``ops.dispatch_all_to_all`` (and ``_out``)
-``tdist::ag_gemm(a, b, impl, ...)``              ``ops.ag_gemm``
-``tdist::gemm_rs(a, b, impl, ...)``              ``ops.gemm_rs``
+``tdist::reverse_all_to_all(a, world, ...)``     ``ops.reverse_all_to_all`` (and ``_out``)
+``tdist::dispatch_all_to_all(x, world, ...)``    ``ops.dispatch_all_to_all`` (and ``_out``)
+``tdist::ag_gemm(a, b, world, impl, ...)``       ``ops.ag_gemm``
+``tdist::gemm_rs(a, b, world, impl, ...)``       ``ops.gemm_rs``
 =============================================  ====================================================
 
 Gradients: the all-reduce's is the all-reduce of the output's gradient; the reverse all-to-all and
@@ -72,77 +73,103 @@ all_reduce.register_autograd(_all_reduce_backward, setup_context=_all_reduce_set
 # -- all-to-alls --------------------------------------------------------------------------------
 
 
-def _reverse_shape(a):
-    W = tdist.n_pes()
+def _reverse_shape(a, W):
     S, H, D = a.shape[0] // W, a.shape[1], a.shape[2]
     return S, H * W, D
 
 
-def _dispatch_shape(x):
-    W = tdist.n_pes()
+def _dispatch_shape(x, W):
     S, HW, D = x.shape
     return S * W, HW // W, D
 
 
-def _reverse(a: torch.Tensor, variant: str, buffer_num: int, block_s: Optional[int],
+def _same_world(what, world):
+    """The ops whose output shape depends on the world size take it as an argument (``world``), so
+    that it is a constant of the traced graph and part of every compile cache's key; a graph traced
+    in a job of another size is refused here instead of running with the wrong shapes."""
+    if world != tdist.n_pes():
+        raise ops.KernelArgError(f"{what}: this graph was traced for {world} PEs; the job has {tdist.n_pes()}")
+
+
+def _world():
+    import shmem
+    if not shmem._world_size:
+        raise ops.KernelArgError("tdist_kernels under torch.compile: tdist is not initialised through shmem "
+                                 "(shmem.init_from_env / init_from_torch / aclshmem_init)")
+    return shmem._world_size
+
+
+def _reverse(a: torch.Tensor, world: int, variant: str, buffer_num: int, block_s: Optional[int],
              block_d: Optional[int]) -> torch.Tensor:
+    _same_world("reverse_all_to_all", world)
     return ops._impl("reverse_all_to_all")(a, variant=variant, buffer_num=buffer_num, block_s=block_s,
                                            block_d=block_d)
 
 
-def _reverse_out(a: torch.Tensor, out: torch.Tensor, variant: str, buffer_num: int, block_s: Optional[int],
-                 block_d: Optional[int]) -> None:
+def _reverse_out(a: torch.Tensor, out: torch.Tensor, world: int, variant: str, buffer_num: int,
+                 block_s: Optional[int], block_d: Optional[int]) -> None:
+    _same_world("reverse_all_to_all", world)
     ops._impl("reverse_all_to_all")(a, variant=variant, out=out, buffer_num=buffer_num, block_s=block_s,
                                     block_d=block_d)
 
 
-def _dispatch(x: torch.Tensor, variant: str) -> torch.Tensor:
+def _dispatch(x: torch.Tensor, world: int, variant: str) -> torch.Tensor:
+    _same_world("dispatch_all_to_all", world)
     return ops._impl("dispatch_all_to_all")(x, variant=variant)
 
 
-def _dispatch_out(x: torch.Tensor, out: torch.Tensor, variant: str) -> None:
+def _dispatch_out(x: torch.Tensor, out: torch.Tensor, world: int, variant: str) -> None:
+    _same_world("dispatch_all_to_all", world)
     ops._impl("dispatch_all_to_all")(x, out=out, variant=variant)
 
 
 reverse_all_to_all = _def("reverse_all_to_all", _reverse,
-                          lambda a, variant, buffer_num, block_s, block_d: a.new_empty(_reverse_shape(a)))
+                          lambda a, world, variant, buffer_num, block_s, block_d: a.new_empty(_reverse_shape(a, world)))
 reverse_all_to_all_out = _def("reverse_all_to_all_out", _reverse_out,
-                              lambda a, out, variant, buffer_num, block_s, block_d: None, mutates=("out",))
-dispatch_all_to_all = _def("dispatch_all_to_all", _dispatch, lambda x, variant: x.new_empty(_dispatch_shape(x)))
-dispatch_all_to_all_out = _def("dispatch_all_to_all_out", _dispatch_out, lambda x, out, variant: None,
+                              lambda a, out, world, variant, buffer_num, block_s, block_d: None, mutates=("out",))
+dispatch_all_to_all = _def("dispatch_all_to_all", _dispatch,
+                           lambda x, world, variant: x.new_empty(_dispatch_shape(x, world)))
+dispatch_all_to_all_out = _def("dispatch_all_to_all_out", _dispatch_out, lambda x, out, world, variant: None,
                                mutates=("out",))
 
 
 def _reverse_backward(ctx, grad):
     # dispatch is reverse's inverse permutation, so its adjoint
-    return dispatch_all_to_all(grad.contiguous(), "staged"), None, None, None, None
+    return dispatch_all_to_all(grad.contiguous(), ctx.world, "staged"), None, None, None, None, None
+
+
+def _reverse_setup(ctx, inputs, output):
+    ctx.world = inputs[1]
 
 
 def _dispatch_backward(ctx, grad):
-    return reverse_all_to_all(grad.contiguous(), "pipeline", 2, None, None), None
+    return reverse_all_to_all(grad.contiguous(), ctx.world, "pipeline", 2, None, None), None, None
 
 
-reverse_all_to_all.register_autograd(_reverse_backward)
-dispatch_all_to_all.register_autograd(_dispatch_backward)
+reverse_all_to_all.register_autograd(_reverse_backward, setup_context=_reverse_setup)
+dispatch_all_to_all.register_autograd(_dispatch_backward, setup_context=_reverse_setup)
 
 
 # -- overlap GEMMs ------------------------------------------------------------------------------
 
 
-def _ag_gemm(a: torch.Tensor, b: torch.Tensor, impl: str, chunk_m: Optional[int], gemm_streams: int) -> torch.Tensor:
+def _ag_gemm(a: torch.Tensor, b: torch.Tensor, world: int, impl: str, chunk_m: Optional[int],
+             gemm_streams: int) -> torch.Tensor:
+    _same_world("ag_gemm", world)
     return ops._impl("ag_gemm")(a, b, impl=impl, chunk_m=chunk_m, gemm_streams=gemm_streams)
 
 
-def _gemm_rs(a: torch.Tensor, b: torch.Tensor, impl: str, reduce_programs: Optional[int],
+def _gemm_rs(a: torch.Tensor, b: torch.Tensor, world: int, impl: str, reduce_programs: Optional[int],
              gemm_streams: int) -> torch.Tensor:
+    _same_world("gemm_rs", world)
     return ops._impl("gemm_rs")(a, b, impl=impl, reduce_programs=reduce_programs, gemm_streams=gemm_streams)
 
 
 ag_gemm = _def("ag_gemm", _ag_gemm,
-               lambda a, b, impl, chunk_m, gemm_streams: a.new_empty((tdist.n_pes() * a.shape[0], b.shape[1])))
+               lambda a, b, world, impl, chunk_m, gemm_streams: a.new_empty((world * a.shape[0], b.shape[1])))
 gemm_rs = _def("gemm_rs", _gemm_rs,
-               lambda a, b, impl, reduce_programs, gemm_streams: a.new_empty((a.shape[0] // tdist.n_pes(),
-                                                                             b.shape[1])))
+               lambda a, b, world, impl, reduce_programs, gemm_streams: a.new_empty((a.shape[0] // world,
+                                                                                    b.shape[1])))
 
 
 # -- the calls ops.* make -----------------------------------------------------------------------
@@ -158,28 +185,28 @@ def call_all_reduce(x, variant="auto", out=None):
 
 def call_reverse_all_to_all(a, variant="pipeline", out=None, buffer_num=2, block_s=None, block_d=None):
     if out is None:
-        return reverse_all_to_all(a, variant, buffer_num, block_s, block_d)
-    reverse_all_to_all_out(a, out, variant, buffer_num, block_s, block_d)
+        return reverse_all_to_all(a, _world(), variant, buffer_num, block_s, block_d)
+    reverse_all_to_all_out(a, out, _world(), variant, buffer_num, block_s, block_d)
     return out
 
 
 def call_dispatch_all_to_all(x, out=None, variant="staged"):
     if out is None:
-        return dispatch_all_to_all(x, variant)
-    dispatch_all_to_all_out(x, out, variant)
+        return dispatch_all_to_all(x, _world(), variant)
+    dispatch_all_to_all_out(x, out, _world(), variant)
     return out
 
 
 def call_ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
     if out is not None:
         raise ops.KernelArgError("ag_gemm: out= is not available under torch.compile or autograd; use the result")
-    return ag_gemm(a, b, impl, chunk_m, gemm_streams)
+    return ag_gemm(a, b, _world(), impl, chunk_m, gemm_streams)
 
 
 def call_gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
     if out is not None:
         raise ops.KernelArgError("gemm_rs: out= is not available under torch.compile or autograd; use the result")
-    return gemm_rs(a, b, impl, reduce_programs, gemm_streams)
+    return gemm_rs(a, b, _world(), impl, reduce_programs, gemm_streams)
 
 
 CALLS = {"all_reduce": call_all_reduce, "reverse_all_to_all": call_reverse_all_to_all,
