@@ -23,7 +23,7 @@ Gradients: the all-reduce's is the all-reduce of the output's gradient; the reve
 the dispatch all-to-all are inverse permutations across ranks, so each one's gradient is the other
 applied to the output's gradient. The GEMM forms and the ``_out`` forms have none (autograd raises
 when one is asked of them). The MoE ops keep a Python handle between dispatch and combine and are
-not registered (``docs/PYTHON.md``, torch integration).
+not registered (README, "Using it").
 """
 from typing import Optional
 
