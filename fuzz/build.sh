@@ -3,23 +3,25 @@
 #   store_decoder_fuzz  the frame decoder and the server's parsers (bytes off the network)
 #   store_handler_fuzz  the request handling (bootstrap/store_state.*) on scripted connections
 #   tls_info_fuzz       the TLS configuration string (tdist_set_conf_store_tls, TDIST_STORE_TLS_INFO)
+#   fd_message_fuzz     the heap descriptor message a local socket's other end sends (SCM_RIGHTS)
 #   fuzz/build.sh [seconds per target] [extra libFuzzer args...]     (default 30 s; 0 = build only)
 # Output: $TDIST_FUZZ_DIR (default build-fuzz/): the binaries, one corpus per target
-# (corpus/, corpus-handler/, corpus-tls/), any crash-* files. TDIST_FUZZ_TARGETS picks targets.
+# (corpus/, corpus-handler/, corpus-tls/, corpus-fd/), any crash-* files. TDIST_FUZZ_TARGETS picks targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-30}
 shift || true
 OUT=${TDIST_FUZZ_DIR:-build-fuzz}
 CXX=${TDIST_FUZZ_CXX:-$(command -v clang++-14 || command -v clang++-19 || command -v clang++)}
-TARGETS=(${TDIST_FUZZ_TARGETS:-store_decoder_fuzz store_handler_fuzz tls_info_fuzz})
+TARGETS=(${TDIST_FUZZ_TARGETS:-store_decoder_fuzz store_handler_fuzz tls_info_fuzz fd_message_fuzz})
 FLAGS=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iruntime -Iinclude)
-mkdir -p "$OUT/corpus" "$OUT/corpus-handler" "$OUT/corpus-tls"
+mkdir -p "$OUT/corpus" "$OUT/corpus-handler" "$OUT/corpus-tls" "$OUT/corpus-fd"
 for t in "${TARGETS[@]}"; do
   case $t in
     store_decoder_fuzz) SRC=(runtime/bootstrap/frame.cpp runtime/core/error.cpp) ;;
     store_handler_fuzz) SRC=(runtime/bootstrap/store_state.cpp runtime/bootstrap/frame.cpp runtime/core/error.cpp) ;;
     tls_info_fuzz) SRC=(runtime/bootstrap/tls.cpp runtime/core/error.cpp) ;;  # without OpenSSL: the parser
+    fd_message_fuzz) SRC=(runtime/core/fd_message.cpp runtime/core/error.cpp) ;;
     *) echo "fuzz/build.sh: unknown target $t" >&2; exit 2 ;;
   esac
   "$CXX" "${FLAGS[@]}" "fuzz/$t.cpp" "${SRC[@]}" -o "$OUT/$t"
@@ -56,6 +58,10 @@ for name, s in {"mtls": b"\x01ca=ca.pem;cert=host.pem;key=host.key",
                 "server-only": b"\x01ca=/etc/ca.pem, verify_client=0 ,verify_host=1",
                 "bad": b"\x01cert", "off": b"\x00ca=x"}.items():
     open(os.path.join(d, "corpus-tls", "seed-" + name), "wb").write(s)
+# descriptor message: [descriptors to attach, parts] + payload; the valid one, and broken ones
+for name, s in {"valid": b"\x01\x00\x03\x00\x00\x00", "short": b"\x01\x00\x03", "two": b"\x02\x00\x03\x00\x00\x00",
+                "none": b"\x00\x00\x03\x00\x00\x00", "split": b"\x01\x03\x03\x00\x00\x00abcdef"}.items():
+    open(os.path.join(d, "corpus-fd", "seed-" + name), "wb").write(s)
 PY
 [ "$SECS" = 0 ] && exit 0
 cd "$OUT"
@@ -64,6 +70,7 @@ for t in "${TARGETS[@]}"; do
     store_decoder_fuzz) C=corpus; LEN=65536 ;;
     store_handler_fuzz) C=corpus-handler; LEN=4096 ;;
     tls_info_fuzz) C=corpus-tls; LEN=1024 ;;
+    fd_message_fuzz) C=corpus-fd; LEN=256 ;;
   esac
   echo "== fuzz: $t, $SECS s"
   "./$t" -max_total_time="$SECS" -max_len=$LEN -rss_limit_mb=2048 -print_final_stats=1 "$@" "$C"

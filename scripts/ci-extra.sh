@@ -2,8 +2,8 @@
 # Extra CI steps of the reliability tier (called from .ci/run after scripts/test.sh):
 #   1. ASan+UBSan and TSan builds of the CPU runtime; unit, store-security and multi-process
 #      (2 and 4 ranks) suites under each (scripts/sanitize.sh);
-#   2. the store's fuzz targets under libFuzzer (frame decoder, request handling, TLS info parser),
-#      TDIST_FUZZ_SECONDS (default 20) s each.
+#   2. the fuzz targets under libFuzzer (the store's frame decoder and request handling, the TLS
+#      info parser, the heap descriptor message), TDIST_FUZZ_SECONDS (default 20) s each.
 # The fault-injection, API-validation, store-security and soak tests themselves run in ctest
 # (tests/reliability). Budget: about 10 minutes on 2 cores.
 set -euo pipefail

@@ -24,13 +24,14 @@
 
 #include "bootstrap/control.hpp"
 #include "core/error.hpp"
+#include "core/fd_message.hpp"
 #include "core/transport.hpp"
 
 namespace tdist {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = FdClock;
 
 sockaddr_un socket_name(const ControlPlane &cp, const char *tag, int pe, socklen_t *len) {
   sockaddr_un a{};
@@ -40,11 +41,6 @@ sockaddr_un socket_name(const ControlPlane &cp, const char *tag, int pe, socklen
   std::memcpy(a.sun_path + 1, name.data(), std::min(name.size(), sizeof a.sun_path - 2));
   *len = socklen_t(offsetof(sockaddr_un, sun_path) + 1 + std::min(name.size(), sizeof a.sun_path - 2));
   return a;
-}
-
-int ms_left(Clock::time_point deadline) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return ms <= 0 ? 0 : int(std::min<long long>(ms, 1 << 30));
 }
 
 void set_timeouts(int sock, Clock::time_point deadline) {
@@ -57,51 +53,6 @@ void set_timeouts(int sock, Clock::time_point deadline) {
 bool peer_cred(int sock, ucred *cred) {
   socklen_t cl = sizeof *cred;
   return ::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, cred, &cl) == 0;
-}
-
-void send_fd(int sock, int fd, int32_t pe) {
-  msghdr msg{};
-  iovec iov{&pe, sizeof pe};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msg.msg_control = ctrl;
-  msg.msg_controllen = sizeof ctrl;
-  cmsghdr *c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  TDIST_CHECK(::sendmsg(sock, &msg, MSG_NOSIGNAL) == ssize_t(sizeof pe), TDIST_ERR_SMEM,
-              "sending the heap descriptor: %s", std::strerror(errno));
-}
-
-// Receives PE `pe`'s descriptor by `deadline`; throws naming what did not arrive.
-int recv_fd(int sock, int pe, int32_t *who, Clock::time_point deadline, double timeout_s) {
-  pollfd p{sock, POLLIN, 0};
-  int rc;
-  do rc = ::poll(&p, 1, ms_left(deadline));
-  while (rc < 0 && errno == EINTR);
-  TDIST_CHECK(rc > 0, TDIST_ERR_TIMEOUT, "PE %d's heap descriptor did not arrive within %.0f s", pe,
-              timeout_s);
-  msghdr msg{};
-  iovec iov{who, sizeof *who};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msg.msg_control = ctrl;
-  msg.msg_controllen = sizeof ctrl;
-  ssize_t k = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  cmsghdr *c = k > 0 ? CMSG_FIRSTHDR(&msg) : nullptr;
-  int fd = -1;
-  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  TDIST_CHECK(k == ssize_t(sizeof *who), TDIST_ERR_SMEM, "receiving PE %d's heap descriptor: %s", pe,
-              k < 0    ? std::strerror(errno)
-              : k == 0 ? "PE closed the connection"
-                       : "short message");
-  TDIST_CHECK(fd >= 0, TDIST_ERR_SMEM, "PE %d sent no heap descriptor", pe);
-  return fd;
 }
 
 }  // namespace
@@ -185,7 +136,7 @@ std::vector<int> exchange_fds_with_local_peers(ControlPlane &cp, int my_fd, cons
         }
         set_timeouts(s, deadline);
         try {
-          send_fd(s, my_fd, cp.rank());
+          send_descriptor(s, my_fd, cp.rank());
         } catch (...) {
           ::close(s);
           throw;
@@ -220,7 +171,7 @@ std::vector<int> exchange_fds_with_local_peers(ControlPlane &cp, int my_fd, cons
                   "PE %d's descriptor socket is held by pid %d uid %u, not by PE %d (pid %d)", pe,
                   int(cred.pid), unsigned(cred.uid), pe, cp.pid_of(pe));
       int32_t who = -1;
-      int fd = recv_fd(s, pe, &who, deadline, timeout_s);
+      int fd = recv_descriptor(s, pe, &who, deadline, timeout_s);
       if (who != pe) {
         ::close(fd);
         TDIST_THROW(TDIST_ERR_SMEM, "descriptor from PE %d, expected PE %d", who, pe);
