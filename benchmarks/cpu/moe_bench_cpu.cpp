@@ -27,15 +27,6 @@ namespace kc = tdist::kernels::cpu;
 
 namespace {
 
-std::vector<int64_t> parse_list(const char *s) {
-  std::vector<int64_t> v;
-  for (const char *p = s; *p;) {
-    v.push_back(std::strtoll(p, const_cast<char **>(&p), 10));
-    if (*p == ',') ++p;
-  }
-  return v;
-}
-
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -52,40 +43,20 @@ double slowest(double v) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  std::vector<int64_t> tokens = {128};
-  int64_t H = 2048, K = 2, E = 16;
-  std::string modes = "ht,ll", routing = "random";
-  tk::DType dt = tk::DType::bf16;
-  int iters = 0, warmup = 2;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : "";
-    if (a == "--tokens")
-      tokens = parse_list(v), ++i;
-    else if (a == "--hidden")
-      H = std::atoll(v), ++i;
-    else if (a == "--topk")
-      K = std::atoll(v), ++i;
-    else if (a == "--experts")
-      E = std::atoll(v), ++i;
-    else if (a == "--mode")
-      modes = v, ++i;
-    else if (a == "--routing")
-      routing = v, ++i;
-    else if (a == "--iters")
-      iters = std::atoi(v), ++i;
-    else if (a == "--warmup")
-      warmup = std::atoi(v), ++i;
-    else if (a == "--dtype") {
-      if (!tk::parse_dtype(v, &dt)) return std::fprintf(stderr, "unknown dtype %s\n", v), 2;
-      ++i;
-    } else {
-      std::fprintf(stderr,
-                   "usage: tdist-moe-bench-cpu [--tokens N,..] [--hidden H] [--topk K] [--experts E] "
-                   "[--mode ht,ll] [--routing random|skewed] [--dtype bf16] [--iters N] [--warmup N]\n");
-      return 2;
-    }
+  tdist_bench::MoeArgs args;
+  if (std::string why = tdist_bench::parse_moe_args(argc, argv, true, &args); !why.empty()) {
+    std::fprintf(
+        stderr,
+        "tdist-moe-bench-cpu: %s\nusage: tdist-moe-bench-cpu [--tokens N,..] [--hidden H] [--topk K] "
+        "[--experts E] [--mode ht,ll] [--routing random|skewed] [--dtype bf16] [--iters N] [--warmup N]\n",
+        why.c_str());
+    return 2;
   }
+  const std::vector<int64_t> &tokens = args.tokens;
+  const int64_t H = args.hidden, K = args.topk, E = args.experts;
+  const std::string &modes = args.modes, &routing = args.routing;
+  const tk::DType dt = args.dtype;
+  const int iters = args.iters, warmup = args.warmup;
   tdist_init_attr_t attr;
   tdist_init_attr_default(&attr);
   attr.option_attr.backend = TDIST_BACKEND_CPU;

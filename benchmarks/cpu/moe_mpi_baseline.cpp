@@ -25,15 +25,6 @@ namespace tk = tdist::kernels;
 
 namespace {
 
-std::vector<int64_t> parse_list(const char *s) {
-  std::vector<int64_t> v;
-  for (const char *p = s; *p;) {
-    v.push_back(std::strtoll(p, const_cast<char **>(&p), 10));
-    if (*p == ',') ++p;
-  }
-  return v;
-}
-
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -45,40 +36,27 @@ int main(int argc, char **argv) {
   int me = 0, W = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &W);
-  std::vector<int64_t> tokens = {128};
-  int64_t H = 2048, K = 2, E = 16;
-  std::string routing = "random";
-  tk::DType dt = tk::DType::bf16;
-  int iters = 0, warmup = 2;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : "";
-    if (a == "--tokens")
-      tokens = parse_list(v), ++i;
-    else if (a == "--hidden")
-      H = std::atoll(v), ++i;
-    else if (a == "--topk")
-      K = std::atoll(v), ++i;
-    else if (a == "--experts")
-      E = std::atoll(v), ++i;
-    else if (a == "--routing")
-      routing = v, ++i;
-    else if (a == "--iters")
-      iters = std::atoi(v), ++i;
-    else if (a == "--warmup")
-      warmup = std::atoi(v), ++i;
-    else if (a == "--dtype") {
-      if (!tk::parse_dtype(v, &dt)) MPI_Abort(MPI_COMM_WORLD, 2);
-      ++i;
-    } else {
-      if (me == 0)
-        std::fprintf(stderr,
-                     "usage: tdist-moe-mpi-baseline [--tokens N,..] [--hidden H] [--topk K] "
-                     "[--experts E] [--routing random|skewed] [--dtype bf16] [--iters N]\n");
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+  tdist_bench::MoeArgs args;
+  if (std::string why = tdist_bench::parse_moe_args(argc, argv, false, &args); !why.empty()) {
+    if (me == 0)
+      std::fprintf(
+          stderr,
+          "tdist-moe-mpi-baseline: %s\nusage: tdist-moe-mpi-baseline [--tokens N,..] [--hidden H] "
+          "[--topk K] [--experts E] [--routing random|skewed] [--dtype bf16] [--iters N] [--warmup N]\n",
+          why.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  if (E % W) MPI_Abort(MPI_COMM_WORLD, 2);
+  const std::vector<int64_t> &tokens = args.tokens;
+  const int64_t H = args.hidden, K = args.topk, E = args.experts;
+  const std::string &routing = args.routing;
+  const tk::DType dt = args.dtype;
+  const int iters = args.iters, warmup = args.warmup;
+  if (E % W) {
+    if (me == 0)
+      std::fprintf(stderr, "tdist-moe-mpi-baseline: --experts %lld is not a multiple of the %d ranks\n",
+                   (long long)E, W);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   const int64_t L = E / W;
   const size_t es = tk::dtype_size(dt), row = size_t(H) * es;
   MPI_Datatype row_t;

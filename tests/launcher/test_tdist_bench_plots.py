@@ -69,3 +69,52 @@ def test_repeats_must_be_positive(tmp_path):
     p = subprocess.run([sys.executable, str(REPO / "tools" / "tdist-bench"), "--repeats", "0",
                         "--out", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "--repeats must be >= 1 (got 0)" in p.stderr, p.stderr
+
+
+def test_moe_against_the_all_to_all_single_path(tmp_path):
+    """--moe: both tdist modes and the Open MPI all_to_all_single path over the same routing, every
+    run checked, the median and spread of dispatch and combine per case, a speed-up summary and a
+    plot per (ranks, routing)."""
+    import json
+    import shutil
+    build = _default_build()
+    if build is None or not list((build / "benchmarks" / "cpu").glob("tdist-moe-bench-cpu*")):
+        pytest.skip("tdist-moe-bench-cpu is not built (scripts/build.sh)")
+    if not shutil.which("mpirun") or not list((build / "benchmarks" / "cpu").glob("tdist-moe-mpi-baseline*")):
+        pytest.skip("no mpirun or tdist-moe-mpi-baseline")
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "moe.json"
+    p = subprocess.run([sys.executable, str(REPO / "tools" / "tdist-bench"), "--moe", "--ranks", "2",
+                        "--moe-tokens", "32,96", "--moe-shape", "256x2x8", "--routing", "random,skewed",
+                        "--repeats", "2", "--iters", "3", "--build-dir", str(build), "--out", str(out),
+                        "--plots", str(tmp_path / "plots")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-4000:]
+    recs = json.loads(out.read_text())["results"]
+    cases = sorted((r["kernel"], r["routing"], r["tokens"]) for r in recs)
+    assert cases == sorted((k, rt, t) for k in ("moe_ht", "moe_ll", "moe_alltoallv") for rt in ("random", "skewed")
+                           for t in (32, 96)), cases
+    for r in recs:
+        assert r["check"] == "ok" and r["hidden"] == 256 and r["topk"] == 2 and r["experts"] == 8, r
+        for f in ("dispatch", "combine"):
+            runs = r[f + "_runs_us"]
+            assert len(runs) == 2 and r[f + "_us_min"] == min(runs) and r[f + "_us_max"] == max(runs), r
+            assert min(runs) <= r[f + "_us"] <= max(runs), r
+    assert p.stdout.count("vs MPI") == 2 * 8, p.stdout  # 2 modes x 2 routings x 2 sizes, dispatch and combine
+    made = sorted(f.name for f in (tmp_path / "plots").glob("*.png"))
+    assert made == ["moe-n2-bf16-random-H256-K2-E8.png", "moe-n2-bf16-skewed-H256-K2-E8.png"], made
+
+
+def test_moe_bad_arguments_are_named(tmp_path):
+    build = _default_build()
+    binary = next(iter((build / "benchmarks" / "cpu").glob("tdist-moe-bench-cpu*")), None) if build else None
+    if binary is None:
+        pytest.skip("tdist-moe-bench-cpu is not built (scripts/build.sh)")
+    for args, says in ((["--tokens", "12x"], "--tokens 12x: not a list of token counts"),
+                       (["--topk", "9", "--experts", "4"], "--topk must not exceed --experts"),
+                       (["--routing", "zipf"], "--routing zipf: random or skewed"),
+                       (["--hidden"], "--hidden needs a value")):
+        r = subprocess.run([str(binary)] + args, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and says in r.stderr, (args, r.stderr)
+    p = subprocess.run([sys.executable, str(REPO / "tools" / "tdist-bench"), "--moe", "--moe-shape", "7168x8",
+                        "--out", str(tmp_path / "m.json")], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "--moe-shape must be HIDDENxTOPKxEXPERTS" in p.stderr, p.stderr
