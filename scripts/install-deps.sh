@@ -7,7 +7,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 DEBS=(build-essential cmake ninja-build git pkg-config python3-venv
       libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
-      libopenmpi-dev openmpi-bin
+      libopenmpi-dev openmpi-bin libucx-dev iproute2
       clang-19 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools)
 missing=()
 for p in "${DEBS[@]}"; do

@@ -26,7 +26,7 @@ for kind in "${KINDS[@]}"; do
     *) echo "sanitize.sh: unknown kind '$kind' (address or thread)" >&2; exit 2 ;;
   esac
   echo "== $kind: configure + build ($B)"
-  cmake -S . -B "$B" "${GEN[@]}" -DTDIST_SANITIZE="$kind" -DTDIST_ENABLE_MLIR=OFF -DTDIST_ENABLE_CUDA=OFF \
+  cmake -S . -B "$B" "${GEN[@]}" -DTDIST_SANITIZE="$kind" -DTDIST_ENABLE_MLIR=OFF -DTDIST_ENABLE_CUDA=OFF -DTDIST_ENABLE_UCX=OFF \
     -DTDIST_BUILD_BENCHMARKS=OFF -DTDIST_BUILD_PYTHON=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_PROJECT_tdist_INCLUDE="$ROOT/tests/reliability/standalone.cmake" >/dev/null
   cmake --build "$B" -j"$JOBS" --target "${TARGETS[@]}"

@@ -8,7 +8,7 @@ source scripts/env.sh  # .venv: python3, pytest, lit, FileCheck
 BUILD=${TDIST_BUILD_DIR:-build}
 ctest --test-dir "$BUILD" --output-on-failure -j2 --timeout 900
 # one pytest process per suite: each folder has its own conftest.py helpers
-for suite in tests/python tests/gpu_kernels tests/launcher; do
+for suite in tests/python tests/gpu_kernels tests/launcher tests/multihost; do
   python3 -m pytest -q -rs "$suite"
 done
 # The compile path through the real triton-ascend, and dl.* kernels on CPU ranks (docs/COMPILE.md),

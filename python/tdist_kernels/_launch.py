@@ -14,9 +14,12 @@ With a profiler's hook set (``triton.knobs.runtime.launch_enter_hook`` / ``launc
 chains by default), a call goes through the compiled kernel's own runner, which builds the launch
 metadata and calls the hooks, so that profilers still see every launch.
 """
-from triton import knobs
-from triton.knobs import HookChain
-from triton.runtime.driver import driver
+try:
+    from triton import knobs
+    from triton.knobs import HookChain
+    from triton.runtime.driver import driver
+except ImportError:  # a Triton without knobs (before 3.4, e.g. triton-ascend 3.2): Triton's own path always
+    knobs = HookChain = driver = None
 
 
 class Launch:
@@ -43,7 +46,7 @@ class Launch:
 
     def __call__(self, *args):
         k = self.kernel
-        if k is None:
+        if k is None or knobs is None:
             return self._first(args)
         full = self._full
         for pos, a in zip(self._runtime_pos, args):

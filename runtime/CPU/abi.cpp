@@ -9,6 +9,7 @@
 
 #include "CPU/backend.hpp"
 #include "core/error.hpp"
+#include "CPU/ucx_engine.hpp"
 #include "core/translate.hpp"
 #include "tdist/abi.h"
 
@@ -115,6 +116,52 @@ void *translate(const void *addr, int pe, size_t n = 1) {
   return nullptr;
 }
 
+// Where an access of `n` bytes at symmetric `addr` on PE `pe` goes: `ptr`, PE pe's copy mapped
+// here (load/store), or `remote` with the heap offset (the ROCE engine, runtime/CPU/ucx_engine.hpp),
+// or neither (the error was reported as translate() reports it).
+struct Where {
+  void *ptr = nullptr;
+  bool remote = false;
+  uint64_t off = 0;
+};
+
+Where where(const void *addr, int pe, size_t n = 1) {
+  const tdist_device_state_t *s = state();
+  if (s && g_ucx && g_ucx->remote(pe)) {
+    const tdist::PeerAddr r = tdist::peer_addr(*s, addr, pe, n);
+    if (r.error == tdist::AddrError::kNone) return {nullptr, true, r.offset};
+  }
+  void *p = translate(addr, pe, n);
+  if (!p && s && tdist::peer_addr(*s, addr, pe, n).error == tdist::AddrError::kNone)
+    bad_call(pe, addr, tdist::strfmt("PE %d's heap is not reachable from PE %d", pe, s->my_pe));
+  return {p};
+}
+
+// A signal word of PE pe updated through the ROCE engine: add, or set.
+void remote_signal(int pe, uint64_t off, uint64_t v, int op) {
+  if (op == TDIST_SIGNAL_ADD)
+    g_ucx->atomic_add(pe, off, v);
+  else
+    g_ucx->atomic_set(pe, off, v);
+}
+
+// A notify of a signal slot of width T on PE pe through the ROCE engine. 64-bit slots are one
+// engine atomic; narrower ones are refused by name (the engine's atomics are 64-bit).
+template <class T>
+void remote_notify(int pe, uint64_t off, T value, int op) {
+  if constexpr (sizeof(T) == sizeof(uint64_t)) {
+    uint64_t v;
+    std::memcpy(&v, &value, sizeof v);
+    remote_signal(pe, off, v, op);
+  } else {
+    record_fault(
+        TDIST_ERR_NOT_SUPPORTED, pe, off, 0, 0, -1,
+        tdist::strfmt("a %zu-byte signal slot of PE %d is reached through the ROCE engine, whose atomics "
+                      "are 64-bit: use 64-bit signals across hosts",
+                      sizeof(T), pe));
+  }
+}
+
 void copy_checked(void *dst, const void *src, size_t n, bool nbi, int wake = -1) {
   if (!dst || !src || n == 0) return;  // a failed translation was reported by translate()
   if (use_sdma()) {
@@ -169,6 +216,17 @@ void pull_barrier(uint64_t slot_off) {
   wake_pe(s->my_pe);
   for (int k = 1; k < s->n_pes; ++k) {
     int pe = (s->my_pe + k) % s->n_pes;  // staggered start spreads the reads
+    if (g_ucx && g_ucx->remote(pe)) {    // read through the ROCE engine, bounded like a local wait
+      uint64_t seen = 0;
+      bounded_wait(
+          [&] {
+            if (!g_ucx->get(pe, slot_off, &seen, sizeof seen)) return true;  // the fault is recorded
+            return seen == epoch || seen == epoch + 1;
+          },
+          mine, epoch, TDIST_CMP_EQ, &seen_as_u64<uint64_t>);
+      if (fault_code(*s)) return;
+      continue;
+    }
     auto *theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[pe]) + slot_off);
     wait_u64(theirs, TDIST_CMP_EQ, epoch, true);
     if (fault_code(*s)) return;
@@ -188,36 +246,80 @@ void *tdist_ptr(const void *addr, int pe) {
   return state() ? translate(addr, pe) : tdist::host_ptr(addr, pe);
 }
 
-#define TDIST_DEFINE_PG(name, T)                             \
-  void tdist_##name##_p(T *dst, T value, int pe) {           \
-    if (T *r = static_cast<T *>(translate(dst, pe))) {       \
-      *r = value;                                            \
-      wake_pe(pe);                                           \
-    }                                                        \
-  }                                                          \
-  T tdist_##name##_g(const T *src, int pe) {                 \
-    const T *r = static_cast<const T *>(translate(src, pe)); \
-    return r ? *r : T{};                                     \
+#define TDIST_DEFINE_PG(name, T)                   \
+  void tdist_##name##_p(T *dst, T value, int pe) { \
+    Where w = where(dst, pe, sizeof(T));           \
+    if (w.remote) {                                \
+      g_ucx->put(pe, w.off, &value, sizeof(T));    \
+    } else if (T *r = static_cast<T *>(w.ptr)) {   \
+      *r = value;                                  \
+      wake_pe(pe);                                 \
+    }                                              \
+  }                                                \
+  T tdist_##name##_g(const T *src, int pe) {       \
+    Where w = where(src, pe, sizeof(T));           \
+    T v{};                                         \
+    if (w.remote)                                  \
+      g_ucx->get(pe, w.off, &v, sizeof(T));        \
+    else if (w.ptr)                                \
+      v = *static_cast<const T *>(w.ptr);          \
+    return v;                                      \
   }
 TDIST_FOR_EACH_RMA_TYPE(TDIST_DEFINE_PG)
 #undef TDIST_DEFINE_PG
 
+// Through the ROCE engine the _nbi forms complete before they return (allowed: completion by the
+// next quiet is the latest it may happen).
 void tdist_putmem(void *dst, const void *src, size_t n, int pe) {
-  if (local_ok(src, n, pe, "from")) copy_checked(translate(dst, pe, n), src, n, false, pe);
+  if (!local_ok(src, n, pe, "from")) return;
+  Where w = where(dst, pe, n);
+  if (w.remote)
+    g_ucx->put(pe, w.off, src, n);
+  else
+    copy_checked(w.ptr, src, n, false, pe);
 }
 void tdist_getmem(void *dst, const void *src, size_t n, int pe) {
-  if (local_ok(dst, n, pe, "into")) copy_checked(dst, translate(src, pe, n), n, false);
+  if (!local_ok(dst, n, pe, "into")) return;
+  Where w = where(src, pe, n);
+  if (w.remote)
+    g_ucx->get(pe, w.off, dst, n);
+  else
+    copy_checked(dst, w.ptr, n, false);
 }
 void tdist_putmem_nbi(void *dst, const void *src, size_t n, int pe) {
-  if (local_ok(src, n, pe, "from")) copy_checked(translate(dst, pe, n), src, n, true, pe);
+  if (!local_ok(src, n, pe, "from")) return;
+  Where w = where(dst, pe, n);
+  if (w.remote)
+    g_ucx->put(pe, w.off, src, n);
+  else
+    copy_checked(w.ptr, src, n, true, pe);
 }
 void tdist_getmem_nbi(void *dst, const void *src, size_t n, int pe) {
-  if (local_ok(dst, n, pe, "into")) copy_checked(dst, translate(src, pe, n), n, true);
+  if (!local_ok(dst, n, pe, "into")) return;
+  Where w = where(src, pe, n);
+  if (w.remote)
+    g_ucx->get(pe, w.off, dst, n);
+  else
+    copy_checked(dst, w.ptr, n, true);
+}
+
+// Data, then the engine's fence, then the signal: a peer that sees the signal sees the data.
+bool remote_putmem_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal, int sig_op,
+                          int pe) {
+  if (!g_ucx || !g_ucx->remote(pe)) return false;
+  if (!local_ok(src, n, pe, "from")) return true;
+  Where d = where(dst, pe, n), g = where(sig, pe, sizeof *sig);
+  if (!d.remote || !g.remote) return true;  // reported
+  if (n && !g_ucx->put(pe, d.off, src, n)) return true;
+  g_ucx->fence();
+  remote_signal(pe, g.off, signal, sig_op);
+  return true;
 }
 
 void tdist_putmem_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal, int sig_op,
                          int pe) {
   if (!signal_ok(sig, sig_op, pe)) return;  // checked first: no data without its signal
+  if (remote_putmem_signal(dst, src, n, sig, signal, sig_op, pe)) return;
   tdist_putmem(dst, src, n, pe);
   if (auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig)))
     signal_update(r, signal, sig_op, pe);
@@ -226,6 +328,7 @@ void tdist_putmem_signal(void *dst, const void *src, size_t n, uint64_t *sig, ui
 void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t signal, int sig_op,
                              int pe) {
   if (!signal_ok(sig, sig_op, pe)) return;
+  if (remote_putmem_signal(dst, src, n, sig, signal, sig_op, pe)) return;
   void *d = translate(dst, pe, n);
   auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig));
   if (!d || !r) return;
@@ -244,7 +347,10 @@ void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig
 
 void tdist_signal_op(uint64_t *sig, uint64_t signal, int sig_op, int pe) {
   if (!signal_ok(sig, sig_op, pe)) return;
-  if (auto *r = static_cast<uint64_t *>(translate(sig, pe, sizeof *sig)))
+  Where w = where(sig, pe, sizeof *sig);
+  if (w.remote)
+    remote_signal(pe, w.off, signal, sig_op);
+  else if (auto *r = static_cast<uint64_t *>(w.ptr))
     signal_update(r, signal, sig_op, pe);
 }
 
@@ -273,7 +379,12 @@ TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_WAIT_UNTIL)
   }                                                                                                     \
   void tdistx_notify_##name(T *slot, T value, int32_t pe, int32_t sig_op) {                             \
     if (!signal_ok(slot, sig_op, pe, sizeof(T))) return;                                                \
-    T *r = static_cast<T *>(translate(slot, pe, sizeof(T)));                                            \
+    Where w = where(slot, pe, sizeof(T));                                                               \
+    if (w.remote) {                                                                                     \
+      remote_notify<T>(pe, w.off, value, sig_op);                                                       \
+      return;                                                                                           \
+    }                                                                                                   \
+    T *r = static_cast<T *>(w.ptr);                                                                     \
     if (!r) return;                                                                                     \
     std::atomic_ref<T> a(*r);                                                                           \
     if (sig_op == TDIST_SIGNAL_ADD)                                                                     \
@@ -288,10 +399,14 @@ TDIST_FOR_EACH_SIGNAL_TYPE(TDIST_DEFINE_SLOT_OPS)
 void *tdistx_consume_token_ptr(void *value, int32_t) { return value; }
 int64_t tdistx_consume_token_int64(int64_t value, int32_t) { return value; }
 
-void tdist_fence(void) { std::atomic_thread_fence(std::memory_order_seq_cst); }
+void tdist_fence(void) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (g_ucx) g_ucx->fence();
+}
 
 void tdist_quiet(void) {
   if (use_sdma()) copy_engine_drain();
+  if (g_ucx) g_ucx->quiet();
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

@@ -12,7 +12,9 @@
 #include <string>
 
 #include "CPU/backend.hpp"
+#include "CPU/ucx_engine.hpp"
 #include "bootstrap/control.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
 #include "core/transport.hpp"
@@ -100,6 +102,28 @@ uint64_t backable_bytes(std::string *what) {
   return best;
 }
 
+// TDIST_ROCE_PEERS: which peers the ROCE engine reaches. "remote" (default): the PEs of other hosts;
+// "all": every other PE, those of this host too (the engine tested on one host); "none": no PE (the
+// engine off: a job across hosts is refused at init, as in a build without UCX). Parsed strictly.
+enum class RocePeers { kNone, kRemote, kAll };
+
+RocePeers roce_peers() {
+  const char *v = std::getenv("TDIST_ROCE_PEERS");
+  RocePeers m = RocePeers::kRemote;
+  if (!v || !*v || std::strcmp(v, "remote") == 0)
+    m = RocePeers::kRemote;
+  else if (std::strcmp(v, "all") == 0)
+    m = RocePeers::kAll;
+  else if (std::strcmp(v, "none") == 0)
+    m = RocePeers::kNone;
+  else
+    TDIST_THROW(TDIST_ERR_INVALID_PARAM,
+                "environment variable TDIST_ROCE_PEERS='%.64s' must be 'remote', 'all' or 'none'", v);
+  TDIST_CHECK(m != RocePeers::kAll || cpu::ucx_available(), TDIST_ERR_NOT_SUPPORTED,
+              "TDIST_ROCE_PEERS=all: this libtdist was built without UCX, so it has no ROCE engine");
+  return m;
+}
+
 class CpuTransport final : public HeapTransport {
  public:
   explicit CpuTransport(const TransportOptions &o) : opts_(o) {}
@@ -120,10 +144,19 @@ class CpuTransport final : public HeapTransport {
         local_pes, need / double(1ull << 30), bytes, double(can) / double(1ull << 30), what.c_str());
   }
 
+  bool reaches_other_hosts() const override {
+    return cpu::ucx_available() && roce_peers() != RocePeers::kNone;
+  }
+
   void map(ControlPlane &cp, size_t bytes) override {
-    TDIST_CHECK(cp.local_size() == cp.size(), TDIST_ERR_NOT_SUPPORTED,
-                "the CPU backend needs every PE on one host (%d of %d PEs are local)", cp.local_size(),
-                cp.size());
+    const RocePeers roce = roce_peers();
+    TDIST_CHECK(
+        cp.local_size() == cp.size() || (cpu::ucx_available() && roce != RocePeers::kNone),
+        TDIST_ERR_NOT_SUPPORTED,
+        "the CPU backend without its ROCE engine (a build without UCX, or TDIST_ROCE_PEERS=none) needs "
+        "every PE on one host (%d of %d PEs are local)",
+        cp.local_size(), cp.size());
+    const bool all_remote = roce == RocePeers::kAll;
     bytes_ = bytes;
     int fd = ::memfd_create("tdist-heap", MFD_CLOEXEC);
     TDIST_CHECK(fd >= 0, TDIST_ERR_SMEM, "memfd_create: %s", std::strerror(errno));
@@ -141,9 +174,16 @@ class CpuTransport final : public HeapTransport {
     }
     ::close(fd);
     bases_.assign(cp.size(), nullptr);
+    std::vector<bool> remote(size_t(cp.size()), false);
     std::string err;
     for (int pe = 0; pe < cp.size(); ++pe) {
-      if (fds[pe] < 0) continue;
+      // A PE whose heap is not mapped here (another host, or every other PE when
+      // TDIST_ROCE_PEERS=all) is reached through the ROCE engine.
+      if (pe != cp.rank() && (fds[pe] < 0 || all_remote)) {
+        if (fds[pe] >= 0) ::close(fds[pe]);
+        remote[size_t(pe)] = true;
+        continue;
+      }
       void *p = map_aligned(fds[pe], bytes, kHeapBaseAlign);
       ::close(fds[pe]);
       if (p == MAP_FAILED) {
@@ -157,6 +197,21 @@ class CpuTransport final : public HeapTransport {
       unmap();
       TDIST_THROW(TDIST_ERR_SMEM, "%s", err.c_str());
     }
+    if (cpu::ucx_available()) {  // collective: every PE takes part, with or without remote peers
+      try {
+        ucx_ = cpu::make_ucx_engine(cp, local_, bytes, remote);
+      } catch (...) {
+        unmap();
+        throw;
+      }
+      rdma_.assign(size_t(cp.size()), nullptr);
+      for (int pe = 0; pe < cp.size(); ++pe)
+        if (remote[size_t(pe)]) rdma_[size_t(pe)] = reinterpret_cast<void *>(ucx_->base(pe));
+      cpu::g_ucx = ucx_.get();
+    }
+  }
+  std::vector<void *> rdma_bases() const override {
+    return rdma_.empty() ? HeapTransport::rdma_bases() : rdma_;
   }
   void *local_base() const override { return local_; }
   const std::vector<void *> &peer_bases() const override { return bases_; }
@@ -176,7 +231,10 @@ class CpuTransport final : public HeapTransport {
         cpu::wake_words(reinterpret_cast<uint32_t *>(static_cast<char *>(b) + TDIST_SYNC_SLEEPERS_OFF),
                         reinterpret_cast<uint32_t *>(static_cast<char *>(b) + TDIST_SYNC_FUTEX_OFF));
   }
-  void quiet() override { cpu::copy_engine_drain(); }
+  void quiet() override {
+    cpu::copy_engine_drain();
+    if (ucx_) ucx_->quiet();
+  }
   void host_barrier(ControlPlane &) override {
     cpu::pull_barrier(TDIST_SYNC_HOST_BARRIER_OFF);
     std::string what;
@@ -184,6 +242,8 @@ class CpuTransport final : public HeapTransport {
   }
   void unmap() override {
     cpu::g_state = nullptr;  // before the heap it points into goes
+    cpu::g_ucx = nullptr;
+    ucx_.reset();  // its registration of the heap goes before the heap
     for (void *&p : bases_)
       if (p) {
         ::munmap(p, bytes_);
@@ -197,6 +257,8 @@ class CpuTransport final : public HeapTransport {
   size_t bytes_ = 0;
   void *local_ = nullptr;
   std::vector<void *> bases_;
+  std::unique_ptr<cpu::UcxEngine> ucx_;
+  std::vector<void *> rdma_;
 };
 
 }  // namespace

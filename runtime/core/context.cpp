@@ -273,9 +273,9 @@ void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
   if (!code && c->cp->n_hosts() > 1 && !c->transport->reaches_other_hosts()) {
     code = TDIST_ERR_NOT_SUPPORTED;
     verdict = strfmt(
-        "init: the job's %d ranks span %d hosts (%s), and the %s backend reaches only the PEs of its "
-        "own host (load/store over shared memory); tdist has no engine to other hosts yet: run every "
-        "rank on one host",
+        "init: the job's %d ranks span %d hosts (%s), and the %s backend here reaches only the PEs of "
+        "its own host (load/store over shared memory): run every rank on one host, or use the CPU "
+        "backend with its ROCE engine (a build with UCX, TDIST_ROCE_PEERS not 'none')",
         c->cp->size(), c->cp->n_hosts(), c->cp->hosts_summary().c_str(), c->transport->name());
   }
   if (code) {
@@ -291,7 +291,7 @@ void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
 
   int n = c->cp->size();
   c->p2p = c->transport->peer_bases();
-  c->rdma.assign(n, nullptr);
+  c->rdma = c->transport->rdma_bases();
   c->sdma = c->p2p;  // the copy engine addresses peers through the same mappings
   auto &s = c->state;
   s.magic = TDIST_DEVICE_STATE_MAGIC;

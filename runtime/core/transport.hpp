@@ -39,11 +39,15 @@ class HeapTransport {
     (void)local_pes;
     return {};
   }
-  // Whether this backend reaches PEs on other hosts (an engine beyond load/store). None does yet:
-  // a job whose ranks span hosts fails at init on every PE, naming the ranks and hosts.
+  // Whether this backend reaches PEs on other hosts (an engine beyond load/store): the CPU backend
+  // when built with UCX (its ROCE engine, runtime/CPU/ucx_engine.hpp). Without one, a job whose
+  // ranks span hosts fails at init on every PE, naming the ranks and hosts.
   virtual bool reaches_other_hosts() const { return false; }
   virtual void *local_base() const = 0;
   virtual const std::vector<void *> &peer_bases() const = 0;
+  // Each PE's heap base as its ROCE engine addresses it (NULL for PEs reached by load/store, and
+  // for every PE of a backend without the engine): the state's rdma_heap_base table.
+  virtual std::vector<void *> rdma_bases() const { return std::vector<void *>(peer_bases().size(), nullptr); }
   // Zero `n` bytes at heap offset `off` of the local heap (calloc, internal region).
   virtual void zero(size_t off, size_t n) = 0;
   // Publish the device state where device code finds it (CPU: the device ABI reads this host

@@ -38,7 +38,22 @@ TEST(Runtime, Identity) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->magic, TDIST_DEVICE_STATE_MAGIC);
   EXPECT_EQ(s->my_pe, me());
-  for (int pe = 0; pe < npes(); ++pe) EXPECT_NE(s->p2p_heap_base[pe], nullptr);
+  // Every peer is reached one way: mapped here (load/store) when it is on this host, or through the
+  // ROCE engine (on another host, or every peer with TDIST_ROCE_PEERS=all), whose table holds the
+  // peer's own base.
+  const char *roce = std::getenv("TDIST_ROCE_PEERS");
+  const bool all_roce = roce && std::strcmp(roce, "all") == 0;
+  struct Host {
+    char name[64] = {};
+  } host;
+  gethostname(host.name, sizeof host.name - 1);
+  auto hosts = gather(host);
+  for (int pe = 0; pe < npes(); ++pe) {
+    const bool mapped = s->p2p_heap_base[pe] != nullptr, engine = s->rdma_heap_base[pe] != nullptr;
+    EXPECT_NE(mapped, engine) << "PE " << pe;
+    const bool other_host = std::strcmp(hosts[pe].name, host.name) != 0;
+    if (pe != me()) EXPECT_EQ(engine, all_roce || other_host) << "PE " << pe << " on " << hosts[pe].name;
+  }
   EXPECT_EQ(s->p2p_heap_base[me()], s->heap_base);
 }
 

@@ -18,10 +18,11 @@ the bound, and that no process of the job is left behind:
   mismatch       one rank asks for a different heap size: every rank fails init with
                  COLLECTIVE_MISMATCH naming both sizes (5 jobs, as the failure used to race).
   span_hosts     the second half of the ranks run under another hostname (a UTS namespace,
-                 `unshare --uts`; needs root): no backend reaches another host yet, so every rank
-                 fails init with NOT_SUPPORTED naming which ranks are on which host, within the
-                 bound (never a job with a missing heap base). Reported as SKIP where unshare is
-                 not permitted.
+                 `unshare --uts`; needs root) with the ROCE engine off (TDIST_ROCE_PEERS=none, as
+                 in a build without UCX): every rank fails init with NOT_SUPPORTED naming which
+                 ranks are on which host, within the bound (never a job with a missing heap base).
+                 Jobs across hosts with the engine: tests/multihost. Reported as SKIP where unshare
+                 is not permitted.
 
     hostile_test.py --app build/tests/reliability/tdist_hostile_app --tdist-run build/tools/tdist-run
                     [-n 4] [--bound 30] [--only CASE ...]
@@ -341,7 +342,8 @@ def case_span_hosts(a):
         return ["unshare", "--uts", "sh", "-c", f'hostname {OTHER_HOST} && exec "$0"', a.app]
 
     t0 = time.monotonic()
-    procs = start_ranks(a.app, a.n, clean_env(tag, "hosts", TDIST_HOSTILE_EXPECT=expect), argv_of)
+    procs = start_ranks(a.app, a.n, clean_env(tag, "hosts", TDIST_HOSTILE_EXPECT=expect, TDIST_ROCE_PEERS="none"),
+                        argv_of)
     outs = collect(procs, t0 + a.bound + 5)
     el = time.monotonic() - t0
     errors = [f"rank {r} exited {p.returncode} (want 0: init refused naming '{expect}')\n{out}"

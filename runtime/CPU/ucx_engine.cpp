@@ -1,0 +1,308 @@
+// The ROCE engine of the CPU backend on UCX (runtime/CPU/ucx_engine.hpp).
+#include "CPU/ucx_engine.hpp"
+
+#include "CPU/backend.hpp"
+#include "bootstrap/control.hpp"
+#include "core/error.hpp"
+
+#ifdef TDIST_HAVE_UCX
+#include <poll.h>
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#endif
+
+namespace tdist::cpu {
+
+UcxEngine *g_ucx = nullptr;
+
+#ifndef TDIST_HAVE_UCX
+
+bool ucx_available() { return false; }
+
+std::unique_ptr<UcxEngine> make_ucx_engine(ControlPlane &, void *, size_t, const std::vector<bool> &) {
+  TDIST_THROW(TDIST_ERR_NOT_SUPPORTED,
+              "this libtdist was built without UCX (libucx-dev), so it cannot reach PEs on other hosts");
+}
+
+#else
+
+bool ucx_available() { return true; }
+
+namespace {
+
+void check(ucs_status_t st, const char *what) {
+  TDIST_CHECK(st == UCS_OK, TDIST_ERR_SMEM, "UCX %s: %s", what, ucs_status_string(st));
+}
+
+// The blob every PE publishes: heap base, worker address, packed remote key.
+std::string pack_blob(uint64_t base, const void *addr, size_t alen, const void *rkey, size_t rlen) {
+  std::string b(sizeof base, '\0');
+  std::memcpy(b.data(), &base, sizeof base);
+  auto put_part = [&](const void *p, size_t n) {
+    uint32_t n32 = uint32_t(n);
+    b.append(reinterpret_cast<const char *>(&n32), sizeof n32);
+    b.append(static_cast<const char *>(p), n);
+  };
+  put_part(addr, alen);
+  put_part(rkey, rlen);
+  return b;
+}
+
+struct Blob {
+  uint64_t base = 0;
+  std::string addr, rkey;
+};
+
+Blob unpack_blob(const std::string &b, int pe) {
+  Blob r;
+  size_t at = 0;
+  auto take = [&](void *dst, size_t n) {
+    TDIST_CHECK(at + n <= b.size(), TDIST_ERR_BOOTSTRAP, "PE %d's UCX descriptor is truncated", pe);
+    std::memcpy(dst, b.data() + at, n);
+    at += n;
+  };
+  auto part = [&](std::string *out) {
+    uint32_t n = 0;
+    take(&n, sizeof n);
+    TDIST_CHECK(n <= b.size() - at, TDIST_ERR_BOOTSTRAP, "PE %d's UCX descriptor is truncated", pe);
+    out->assign(b.data() + at, n);
+    at += n;
+  };
+  take(&r.base, sizeof r.base);
+  part(&r.addr);
+  part(&r.rkey);
+  TDIST_CHECK(at == b.size(), TDIST_ERR_BOOTSTRAP, "PE %d's UCX descriptor has trailing bytes", pe);
+  return r;
+}
+
+class Engine final : public UcxEngine {
+ public:
+  Engine(ControlPlane &cp, void *heap, size_t bytes, const std::vector<bool> &remote)
+      : me_(cp.rank()),
+        remote_(remote),
+        eps_(size_t(cp.size()), nullptr),
+        rkeys_(size_t(cp.size()), nullptr),
+        bases_(size_t(cp.size()), 0) {
+    bool any = false;
+    for (bool r : remote_) any |= r;
+    std::string blob;
+    if (any) {
+      try {
+        open(heap, bytes, &blob);
+      } catch (...) {
+        close();
+        throw;
+      }
+    }
+    // every PE takes part in the exchange, those without remote peers with an empty blob
+    std::vector<std::string> all = cp.allgather(blob, false);
+    if (!any) return;
+    try {
+      for (int pe = 0; pe < cp.size(); ++pe) {
+        if (!remote_[size_t(pe)]) continue;
+        TDIST_CHECK(!all[size_t(pe)].empty(), TDIST_ERR_NOT_SUPPORTED,
+                    "PE %d reaches PE %d only through the ROCE engine, which PE %d did not open", me_, pe,
+                    pe);
+        Blob b = unpack_blob(all[size_t(pe)], pe);
+        bases_[size_t(pe)] = b.base;
+        ucp_ep_params_t ep{};
+        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        ep.address = reinterpret_cast<const ucp_address_t *>(b.addr.data());
+        check(ucp_ep_create(worker_, &ep, &eps_[size_t(pe)]), "ucp_ep_create");
+        check(ucp_ep_rkey_unpack(eps_[size_t(pe)], b.rkey.data(), &rkeys_[size_t(pe)]), "ucp_ep_rkey_unpack");
+      }
+    } catch (...) {
+      close();
+      throw;
+    }
+    progress_ = std::thread([this] { progress_loop(); });
+  }
+
+  ~Engine() override {
+    quiet();
+    close();
+  }
+
+  bool remote(int pe) const override { return pe >= 0 && size_t(pe) < remote_.size() && remote_[size_t(pe)]; }
+  uint64_t base(int pe) const override { return bases_[size_t(pe)]; }
+
+  bool put(int pe, uint64_t off, const void *src, size_t n) override {
+    ucp_request_param_t p{};
+    return wait(ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+                "put", pe, off);
+  }
+  bool get(int pe, uint64_t off, void *dst, size_t n) override {
+    ucp_request_param_t p{};
+    return wait(ucp_get_nbx(eps_[size_t(pe)], dst, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+                "get", pe, off);
+  }
+  bool atomic_add(int pe, uint64_t off, uint64_t v, uint64_t *fetched) override {
+    return amo(UCP_ATOMIC_OP_ADD, pe, off, v, fetched, fetched ? "fetching atomic add" : "atomic add");
+  }
+  bool atomic_set(int pe, uint64_t off, uint64_t v) override {
+    uint64_t old = 0;  // a swap: UCP has no non-fetching set
+    return amo(UCP_ATOMIC_OP_SWAP, pe, off, v, &old, "atomic set");
+  }
+  void fence() override {
+    if (worker_) ucp_worker_fence(worker_);
+  }
+  bool quiet() override {
+    if (!worker_) return true;
+    ucp_request_param_t p{};
+    return wait(ucp_worker_flush_nbx(worker_, &p), "quiet (flush)", -1, 0);
+  }
+  const char *transports() const override { return "ucp"; }
+
+ private:
+  void open(void *heap, size_t bytes, std::string *blob) {
+    ucp_params_t pp{};
+    pp.field_mask = UCP_PARAM_FIELD_FEATURES;
+    pp.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+    ucp_config_t *cfg = nullptr;
+    check(ucp_config_read(nullptr, nullptr, &cfg), "ucp_config_read");
+    ucs_status_t st = ucp_init(&pp, cfg, &ctx_);
+    ucp_config_release(cfg);
+    check(st, "ucp_init");
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_MULTI;
+    check(ucp_worker_create(ctx_, &wp, &worker_), "ucp_worker_create");
+    ucp_worker_attr_t wa{};
+    wa.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    check(ucp_worker_query(worker_, &wa), "ucp_worker_query");
+    TDIST_CHECK(wa.thread_mode == UCS_THREAD_MODE_MULTI, TDIST_ERR_NOT_SUPPORTED,
+                "this UCX does not give a multi-threaded worker (programs of a launch call it at once)");
+    check(ucp_worker_get_efd(worker_, &efd_), "ucp_worker_get_efd");
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = heap;
+    mp.length = bytes;
+    check(ucp_mem_map(ctx_, &mp, &mem_), "ucp_mem_map of the heap");
+    void *rkey = nullptr;
+    size_t rlen = 0;
+    check(ucp_rkey_pack(ctx_, mem_, &rkey, &rlen), "ucp_rkey_pack");
+    ucp_address_t *addr = nullptr;
+    size_t alen = 0;
+    st = ucp_worker_get_address(worker_, &addr, &alen);
+    if (st != UCS_OK) ucp_rkey_buffer_release(rkey);
+    check(st, "ucp_worker_get_address");
+    *blob = pack_blob(reinterpret_cast<uintptr_t>(heap), addr, alen, rkey, rlen);
+    ucp_worker_release_address(worker_, addr);
+    ucp_rkey_buffer_release(rkey);
+  }
+
+  void close() {
+    if (progress_.joinable()) {
+      stop_.store(true);
+      progress_.join();
+    }
+    for (ucp_rkey_h &k : rkeys_)
+      if (k) ucp_rkey_destroy(k), k = nullptr;
+    for (size_t pe = 0; pe < eps_.size(); ++pe) {
+      if (!eps_[pe]) continue;
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      p.flags = UCP_EP_CLOSE_FLAG_FORCE;  // peers may be gone at finalize; nothing is in flight after quiet
+      ucs_status_ptr_t r = ucp_ep_close_nbx(eps_[pe], &p);
+      if (UCS_PTR_IS_PTR(r)) {
+        for (int i = 0; i < 100000 && ucp_request_check_status(r) == UCS_INPROGRESS; ++i)
+          ucp_worker_progress(worker_);
+        ucp_request_free(r);
+      }
+      eps_[pe] = nullptr;
+    }
+    if (mem_) ucp_mem_unmap(ctx_, mem_), mem_ = nullptr;
+    if (worker_) ucp_worker_destroy(worker_), worker_ = nullptr;
+    if (ctx_) ucp_cleanup(ctx_), ctx_ = nullptr;
+  }
+
+  // Serves the peers' operations on this heap; remote writes wake this PE's sleeping waiters.
+  void progress_loop() {
+    while (!stop_.load(std::memory_order_relaxed)) {
+      if (ucp_worker_progress(worker_)) {
+        wake_pe(me_);
+        continue;
+      }
+      ucs_status_t st = ucp_worker_arm(worker_);
+      if (st == UCS_ERR_BUSY) continue;  // events came in meanwhile
+      pollfd p{efd_, POLLIN, 0};
+      ::poll(&p, 1, 1);
+      wake_pe(me_);
+    }
+  }
+
+  bool amo(ucp_atomic_op_t op, int pe, uint64_t off, uint64_t v, uint64_t *fetched, const char *what) {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_contig(sizeof(uint64_t));
+    if (fetched) {
+      p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+      p.reply_buffer = fetched;
+    }
+    return wait(
+        ucp_atomic_op_nbx(eps_[size_t(pe)], op, &v, 1, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+        what, pe, off);
+  }
+
+  // Completes `r`, bounded by the wait timeout; a failure or an expiry records a fault naming the
+  // operation and the PE, and returns false.
+  bool wait(ucs_status_ptr_t r, const char *what, int pe, uint64_t off) {
+    if (r == nullptr) return true;
+    ucs_status_t st;
+    if (UCS_PTR_IS_ERR(r)) {
+      st = UCS_PTR_STATUS(r);
+    } else {
+      const tdist_device_state_t *s = state();
+      const uint64_t limit = s && s->wait_timeout_ns ? s->wait_timeout_ns : UINT64_MAX;
+      const uint64_t start = now_ns();
+      for (uint64_t i = 1; (st = ucp_request_check_status(r)) == UCS_INPROGRESS; ++i) {
+        ucp_worker_progress(worker_);
+        if (i & 63) continue;
+        // a fault recorded meanwhile (a lost peer, named by the watchdog) ends the wait at once
+        const bool lost = s && fault_code(*s) != 0;
+        if (lost || now_ns() - start > limit) {
+          ucp_request_cancel(worker_, r);
+          for (int k = 0; k < 1000000 && ucp_request_check_status(r) == UCS_INPROGRESS; ++k)
+            ucp_worker_progress(worker_);
+          ucp_request_free(r);
+          if (!lost)
+            record_fault(TDIST_ERR_TIMEOUT, pe, off, 0, 0, -1,
+                         strfmt("the ROCE engine's %s to PE %d did not complete within %.0f ms", what, pe,
+                                double(limit) / 1e6));
+          return false;
+        }
+      }
+      ucp_request_free(r);
+    }
+    if (st == UCS_OK) return true;
+    record_fault(TDIST_ERR_SMEM, pe, off, 0, 0, -1,
+                 strfmt("the ROCE engine's %s to PE %d failed: %s", what, pe, ucs_status_string(st)));
+    return false;
+  }
+
+  int me_;
+  std::vector<bool> remote_;
+  ucp_context_h ctx_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  ucp_mem_h mem_ = nullptr;
+  int efd_ = -1;
+  std::vector<ucp_ep_h> eps_;
+  std::vector<ucp_rkey_h> rkeys_;
+  std::vector<uint64_t> bases_;
+  std::thread progress_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<UcxEngine> make_ucx_engine(ControlPlane &cp, void *heap, size_t bytes,
+                                           const std::vector<bool> &remote) {
+  return std::make_unique<Engine>(cp, heap, bytes, remote);
+}
+
+#endif
+
+}  // namespace tdist::cpu

@@ -1,0 +1,96 @@
+"""Jobs across test hosts (a network namespace and host name each, netns_hosts.py): the runtime's
+multi-process suite on 2 hosts x 2 ranks and 3 hosts x 1 rank, peers on other hosts reached through
+the CPU backend's ROCE engine over UCX's TCP transport, the PEs of one host through shared memory;
+and a lost host: when one host's ranks are killed, the others fail within 30 s naming them."""
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import netns_hosts as nh
+
+REPO = Path(__file__).resolve().parents[2]
+_reason = nh.why_not()
+
+
+def _build():
+    for b in sorted(REPO.glob("build*")):
+        t = b / "tests" / "tdist_mp_tests"
+        if t.is_file() and (b / "CMakeCache.txt").read_text().find("TDIST_HAVE_UCX") >= 0:
+            return b
+    for b in sorted(REPO.glob("build*")):
+        if (b / "tests" / "tdist_mp_tests").is_file():
+            return b
+    return None
+
+
+BUILD = _build()
+
+
+def _ucx_built():
+    if BUILD is None:
+        return False
+    cache = (BUILD / "CMakeCache.txt").read_text()
+    m = re.search(r"^UCX_FOUND:INTERNAL=(\d)", cache, re.M)
+    return bool(m and m.group(1) == "1")
+
+
+skip = pytest.mark.skipif(_reason is not None or BUILD is None or not _ucx_built(),
+                          reason=_reason or ("tdist_mp_tests not built" if BUILD is None else
+                                             "libtdist built without UCX (libucx-dev)"))
+
+
+def _env():
+    e = dict(os.environ)
+    e["UCX_TLS"] = "tcp,self"  # the hosts' network, not the machine's shared memory
+    e.pop("TDIST_ROCE_PEERS", None)
+    return e
+
+
+@skip
+@pytest.mark.parametrize("layout", [(0, 0, 1, 1), (0, 1, 2)], ids=["2hosts-x2", "3hosts-x1"])
+def test_runtime_suite_across_hosts(layout):
+    with nh.Hosts(max(layout) + 1) as hosts:
+        procs = hosts.launch(list(layout), [str(BUILD / "tests" / "tdist_mp_tests"), "--gtest_brief=1"], _env())
+        rcs, outs = nh.wait_all(procs, 240)
+    for r, (rc, out) in enumerate(zip(rcs, outs)):
+        assert rc == 0 and "PASSED" in out and "FAILED" not in out, f"rank {r} (exit {rc}):\n{out[-4000:]}"
+
+
+@skip
+def test_lost_host_is_named_within_30s():
+    with nh.Hosts(2) as hosts:
+        env = _env()
+        env["PYTHONPATH"] = str(REPO / "python")
+        procs = hosts.launch([0, 0, 1, 1], [sys.executable, str(REPO / "tests" / "multihost" / "lost_host_worker.py")],
+                             env)
+        # wait until every rank is in its barrier loop
+        seen, lines, deadline = set(), {}, time.monotonic() + 120
+        while len(seen) < 4 and time.monotonic() < deadline:
+            for r, p in enumerate(procs):
+                if r in seen:
+                    continue
+                line = p.stdout.readline()
+                lines.setdefault(r, []).append(line)
+                if line.startswith("ready"):
+                    seen.add(r)
+                elif p.poll() is not None:
+                    pytest.fail(f"rank {r} exited {p.returncode} before it was ready: {''.join(lines[r])}")
+        assert len(seen) == 4, f"not every rank got ready: {lines}"
+        t_kill = time.monotonic()
+        for r in (2, 3):  # host 1 (ip netns exec, unshare and sh exec the worker: the pid is the worker's)
+            procs[r].send_signal(signal.SIGKILL)
+        rcs, outs = nh.wait_all(procs[:2], 60)
+        took = time.monotonic() - t_kill
+        for q in (2, 3):
+            procs[q].wait(timeout=10)
+    print(f"survivors ended {took:.2f} s after the kill")
+    assert took < 30, f"the survivors took {took:.1f} s"
+    for r, (rc, out) in enumerate(zip(rcs, outs)):
+        assert rc != 0, f"rank {r} exited 0 after its peers' host was lost:\n{out[-3000:]}"
+        assert re.search(r"rank [23] lost", out), f"rank {r} did not name the lost ranks:\n{out[-3000:]}"
+        print(f"rank {r}: {out.strip().splitlines()[-1]}")
