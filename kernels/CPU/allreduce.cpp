@@ -3,6 +3,7 @@
 // program but one skip the send; here each program owns a slice of every chunk and has its own
 // signal per (phase, step)).
 #include <algorithm>
+#include <vector>
 
 #include "common.hpp"
 
@@ -70,8 +71,17 @@ void add_into(typename E::storage *dst, const typename E::storage *src, int64_t 
 void sum_peers(const ArArgs &a, unsigned char *dst, int64_t lo, int64_t len) {
   if (len <= 0) return;
   const unsigned char *srcs[TDIST_CPU_MAX_GRID];  // W <= what a launch may reach
-  for (int r = 0; r < a.W; ++r)
-    srcs[r] = static_cast<const unsigned char *>(tdist_ptr(a.work, r)) + lo * a.es;
+  std::vector<unsigned char> fetched;             // the slices of peers behind the ROCE engine
+  for (int r = 0; r < a.W; ++r) {
+    if (const unsigned char *p = detail::mapped(a.work, r)) {
+      srcs[r] = p + lo * a.es;
+      continue;
+    }
+    if (fetched.empty()) fetched.resize(size_t(a.W * len * a.es));
+    unsigned char *f = fetched.data() + size_t(r * len * a.es);
+    detail::get_bytes(f, a.work + lo * a.es, size_t(len * a.es), r);
+    srcs[r] = f;
+  }
   dispatch_dtype(a.dtype, [&](auto e) {
     using E = decltype(e);
     using S = typename E::storage;
@@ -103,8 +113,7 @@ void ar_two_shot_kernel(void *p) {
   tdist_barrier_all();
   for (int c = 0; c < a.W; ++c) {
     const Range s = chunk_slice(a, c, pid, grid);
-    const auto *src = static_cast<const unsigned char *>(tdist_ptr(a.work, c));
-    std::memcpy(a.out + s.lo * a.es, src + s.lo * a.es, size_t(s.size() * a.es));
+    detail::get_bytes(a.out + s.lo * a.es, a.work + s.lo * a.es, size_t(s.size() * a.es), c);
   }
 }
 
@@ -126,14 +135,13 @@ void ar_ring_kernel(void *p) {
   }
   int64_t *rs = a.sig;
   int64_t *ag = slot(a.sig, int64_t(std::max(W - 1, 0)) * grid);
-  auto *next_work = static_cast<unsigned char *>(tdist_ptr(a.work, next));
-  auto *next_recv = static_cast<unsigned char *>(tdist_ptr(a.recv, next));
+
   for (int k = 0; k < W - 1; ++k) {
     const int cs = mod(me - k), cr = mod(me - k - 1);
     const Range ss = chunk_slice(a, cs, pid, grid), sr = chunk_slice(a, cr, pid, grid);
     const int64_t off_s = ss.lo - split(a.n, cs, W).lo, off_r = sr.lo - split(a.n, cr, W).lo;
-    std::memcpy(next_recv + (k * a.chunk_cap + off_s) * a.es, a.work + ss.lo * a.es,
-                size_t(ss.size() * a.es));
+    detail::put_rows(a.recv + (k * a.chunk_cap + off_s) * a.es, 0, a.work + ss.lo * a.es, 0, 1,
+                     size_t(ss.size() * a.es), next);
     tdist_fence();
     notify_slot(slot(rs, int64_t(k) * grid + pid), 1, next);
     wait_slot(slot(rs, int64_t(k) * grid + pid), 1);
@@ -147,7 +155,7 @@ void ar_ring_kernel(void *p) {
   }
   for (int k = 0; k < W - 1; ++k) {
     const Range ss = chunk_slice(a, mod(me + 1 - k), pid, grid);
-    std::memcpy(next_work + ss.lo * a.es, a.work + ss.lo * a.es, size_t(ss.size() * a.es));
+    detail::put_rows(a.work + ss.lo * a.es, 0, a.work + ss.lo * a.es, 0, 1, size_t(ss.size() * a.es), next);
     tdist_fence();
     notify_slot(slot(ag, int64_t(k) * grid + pid), 1, next);
     wait_slot(slot(ag, int64_t(k) * grid + pid), 1);

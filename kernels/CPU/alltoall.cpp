@@ -13,6 +13,7 @@ namespace {
 using detail::cdiv;
 using detail::copy_rows;
 using detail::notify_slot;
+using detail::put_rows;
 using detail::slot;
 using detail::wait_slot;
 
@@ -228,14 +229,14 @@ void a2a_direct_kernel(void *p) {
   for (int64_t t = pid; t < tasks; t += n) {
     const int64_t target = (a.me + 1 + t % W) % W, gs = t / W;
     const int64_t s0 = gs * a.bs, rows = std::min(a.bs, a.S - s0);
-    auto *out = static_cast<unsigned char *>(tdist_ptr(a.out, int(target)));
     const unsigned char *src = a.in + target * a.in_rank + s0 * a.in_s;
-    unsigned char *dst = out + a.me * a.out_rank + s0 * a.out_s;
+    unsigned char *dst = a.out + a.me * a.out_rank + s0 * a.out_s;  // symmetric: target's copy is written
     if (heads_contiguous) {
-      copy_rows(dst, a.out_s, src, a.in_s, rows, size_t(H * D * es), a.stream);
+      put_rows(dst, a.out_s, src, a.in_s, rows, size_t(H * D * es), int(target), a.stream);
     } else {
       for (int64_t h = 0; h < H; ++h)
-        copy_rows(dst + h * a.out_h, a.out_s, src + h * a.in_h, a.in_s, rows, size_t(D * es), a.stream);
+        put_rows(dst + h * a.out_h, a.out_s, src + h * a.in_h, a.in_s, rows, size_t(D * es), int(target),
+                 a.stream);
     }
   }
 }
@@ -318,6 +319,11 @@ int AllToAll::create(const AllToAllConfig &cfg_in, std::unique_ptr<AllToAll> *ou
     return fail(TDIST_ERR_NOT_SUPPORTED,
                 "AllToAll: variant %s needs each peer's segment contiguous: reverse direction only",
                 a2a_variant_name(cfg.variant));
+  if (cfg.variant == A2AVariant::pipeline && !detail::all_peers_mapped())
+    return fail(
+        TDIST_ERR_NOT_SUPPORTED,
+        "AllToAll: variant pipeline waits on its peers' credit slots in place, which needs every peer's "
+        "heap mapped here; some PE is on another host (the ROCE engine): use bulk, wait_notify or direct");
   if (cfg.buffer_num < (bulk ? 2 : 1))
     return fail(TDIST_ERR_INVALID_PARAM, "AllToAll: buffer_num must be >= %d for variant %s (got %d)",
                 bulk ? 2 : 1, a2a_variant_name(cfg.variant), cfg.buffer_num);

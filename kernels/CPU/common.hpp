@@ -90,6 +90,43 @@ inline void copy_rows(unsigned char *dst, int64_t dst_stride, const unsigned cha
   for (int64_t i = 0; i < rows; ++i) copy_bytes(dst + i * dst_stride, src + i * src_stride, nbytes, stream);
 }
 
+/** PE pe's copy of symmetric `sym` when it is mapped here (load/store), else NULL: then the PE is
+ * reached through the ROCE engine (another host), with puts and gets (put_rows, get_bytes). */
+inline unsigned char *mapped(const void *sym, int pe) {
+  return static_cast<unsigned char *>(tdist_ptr(sym, pe));
+}
+
+/** Whether every PE's heap is mapped here (no peer behind the ROCE engine). */
+inline bool all_peers_mapped() {
+  const tdist_device_state_t *s = tdist_host_device_state();
+  if (!s) return false;
+  for (int pe = 0; pe < s->n_pes; ++pe)
+    if (!s->p2p_heap_base[pe]) return false;
+  return true;
+}
+
+/** copy_rows into PE pe's copy of symmetric `dst_sym`: stores when it is mapped here, else one
+ * engine put per row (one in all when the rows are contiguous on both sides). */
+inline void put_rows(unsigned char *dst_sym, int64_t dst_stride, const unsigned char *src, int64_t src_stride,
+                     int64_t rows, size_t nbytes, int pe, bool stream = false) {
+  if (unsigned char *d = mapped(dst_sym, pe)) {
+    copy_rows(d, dst_stride, src, src_stride, rows, nbytes, stream);
+  } else if (dst_stride == src_stride && int64_t(nbytes) == src_stride) {
+    tdist_putmem(dst_sym, src, nbytes * size_t(rows), pe);
+  } else {
+    for (int64_t i = 0; i < rows; ++i)
+      tdist_putmem(dst_sym + i * dst_stride, src + i * src_stride, nbytes, pe);
+  }
+}
+
+/** `n` bytes of PE pe's copy of symmetric `src_sym` into local `dst`. */
+inline void get_bytes(unsigned char *dst, const unsigned char *src_sym, size_t n, int pe) {
+  if (const unsigned char *p = mapped(src_sym, pe))
+    std::memcpy(dst, p, n);
+  else
+    tdist_getmem(dst, src_sym, n, pe);
+}
+
 /** dl.wait / dl.notify on one int64 slot. */
 inline void wait_slot(int64_t *s, int64_t value) { (void)tdistx_wait_int64(s, 1, value); }
 inline void notify_slot(int64_t *s, int64_t value, int pe) {
