@@ -2,6 +2,13 @@
 
     tdist-run -n N [--timeout S] [--wait-timeout-ms MS] [--mps auto|on|off] -- command [args...]
     python -m tdist.run -n N -- command [args...]
+    tdist-run -n N --nnodes H --node-rank h --master-addr ADDR --master-port P -- command ...   # on host h
+
+Across hosts (CPU ranks: peers on other hosts go through the ROCE engine, UCX), one tdist-run per
+host, torchrun's multi-node way: host h starts ranks h * N .. h * N + N - 1; every host gives the same
+--nnodes, --master-addr (host 0's address), --master-port and TDIST_STORE_SECRET (required). NNODES,
+NODE_RANK, MASTER_ADDR and MASTER_PORT in the environment are the defaults. A host's launcher stops
+its ranks when one fails; the other hosts' ranks see them lost and fail naming them.
 
 Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (tdist's
 store listens on MASTER_PORT + 1, torch's on MASTER_PORT), TDIST_WAIT_TIMEOUT_MS when given, and
@@ -102,6 +109,13 @@ def main(argv=None):
     ap.add_argument("--mps", choices=["auto", "on", "off"], default="auto",
                     help="MPS daemon for several ranks per GPU (auto: when ranks > GPUs > 0)")
     ap.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
+    ap.add_argument("--nnodes", type=int, default=int(os.environ.get("NNODES", "1") or 1),
+                    help="hosts of the job (default NNODES or 1); each host runs tdist-run with its --node-rank")
+    ap.add_argument("--node-rank", type=int, default=int(os.environ.get("NODE_RANK", "0") or 0),
+                    help="this host's index, 0 .. nnodes-1 (default NODE_RANK or 0): its ranks are "
+                         "node_rank * n .. node_rank * n + n - 1")
+    ap.add_argument("--master-addr", default=os.environ.get("MASTER_ADDR") if os.environ.get("NNODES") else None,
+                    help="address of host 0 (rank 0 serves the store there); needed with --nnodes > 1")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
@@ -110,8 +124,25 @@ def main(argv=None):
     if a.nranks < 1:
         ap.error(f"-n must be >= 1 (got {a.nranks})")
 
+    multi = a.nnodes > 1
+    if a.nnodes < 1 or not 0 <= a.node_rank < a.nnodes:
+        ap.error(f"--node-rank must be in [0, --nnodes) (got {a.node_rank} of {a.nnodes})")
+    if multi:
+        # every host's launcher must agree on the store: where, which port, which secret
+        if not a.master_addr:
+            ap.error("--nnodes > 1 needs --master-addr (host 0's address) or MASTER_ADDR with NNODES")
+        if not a.master_port:
+            a.master_port = int(os.environ.get("MASTER_PORT", "0") or 0)
+        if not a.master_port:
+            ap.error("--nnodes > 1 needs --master-port (or MASTER_PORT): the same on every host")
+        if not os.environ.get("TDIST_STORE_SECRET"):
+            ap.error("--nnodes > 1 needs TDIST_STORE_SECRET in the environment, the same on every host "
+                     "(e.g. from `python3 -c 'import secrets; print(secrets.token_hex(32))'`), so that only "
+                     "the job's ranks can join its store")
     port = a.master_port or pick_ports()
     secret = os.environ.get("TDIST_STORE_SECRET") or secrets.token_hex(32)
+    base, world = a.node_rank * a.nranks, a.nnodes * a.nranks
+    master = a.master_addr if multi else "127.0.0.1"
     mps = None
     if a.mps != "off":
         gpus = count_gpus()
@@ -139,9 +170,9 @@ def main(argv=None):
         die_with_launcher = None
     for r in range(a.nranks):
         env = dict(os.environ)
-        env.update(RANK=str(r), WORLD_SIZE=str(a.nranks), LOCAL_RANK=str(r),
-                   LOCAL_WORLD_SIZE=str(a.nranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   TDIST_STORE_SECRET=secret)
+        env.update(RANK=str(base + r), WORLD_SIZE=str(world), LOCAL_RANK=str(r),
+                   LOCAL_WORLD_SIZE=str(a.nranks), MASTER_ADDR=master, MASTER_PORT=str(port),
+                   TDIST_STORE_SECRET=secret, NNODES=str(a.nnodes), NODE_RANK=str(a.node_rank))
         if a.wait_timeout_ms is not None:
             env["TDIST_WAIT_TIMEOUT_MS"] = str(a.wait_timeout_ms)
         if mps is not None:
@@ -155,7 +186,7 @@ def main(argv=None):
             sys.exit(f"tdist-run: cannot start {cmd[0]!r}: {e}")
         procs.append(p)
     for r, p in enumerate(procs):
-        t = threading.Thread(target=pump, args=(p.stdout, f"[rank {r}] ", sys.stdout, lock), daemon=True)
+        t = threading.Thread(target=pump, args=(p.stdout, f"[rank {base + r}] ", sys.stdout, lock), daemon=True)
         t.start()
         pumps.append(t)
 
@@ -186,7 +217,7 @@ def main(argv=None):
                 failed.sort(key=lambda f: (f[1] >= 0, f[0]))
                 r, code = failed[0]
                 why = f"signal {-code}" if code < 0 else f"code {code}"
-                print(f"tdist-run: rank {r} failed ({why}); stopping the other ranks", file=sys.stderr)
+                print(f"tdist-run: rank {base + r} failed ({why}); stopping the other ranks", file=sys.stderr)
                 status = 128 - code if code < 0 else code
                 break
             if not running:
