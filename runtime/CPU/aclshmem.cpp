@@ -4,9 +4,11 @@
 // sticky, lost peers are noticed and bad addresses get the ABI's own errors.
 #include "aclshmem.h"
 
+#include <cstdio>
 #include <string>
 
 #include "CPU/backend.hpp"
+#include "CPU/ucx_engine.hpp"
 #include "core/error.hpp"
 #include "tdist/abi.h"
 
@@ -18,6 +20,23 @@ T *addr(int64_t a) {
 }
 
 int64_t to_i64(const void *p) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(p)); }
+
+// dl.symm_at: PE pe's copy for the kernel's own loads and stores. A PE whose heap is not mapped here
+// (another host, reached through the ROCE engine only) has none: that is reported by name, a fault
+// and a line on stderr, before the kernel uses the NULL it gets.
+void *symm_at(void *p, int32_t pe) {
+  void *r = tdist_ptr(p, pe);
+  if (!r && tdist::cpu::g_ucx && tdist::cpu::g_ucx->remote(pe)) {
+    const std::string m = tdist::strfmt(
+        "dl.symm_at / aclshmem_ptr of PE %d: that PE is on another host, reached through the ROCE engine "
+        "only, so its heap cannot be loaded from or stored to; this kernel needs every PE on one host (or "
+        "putmem / getmem / signals for remote PEs)",
+        int(pe));
+    std::fprintf(stderr, "tdist[pe %d]: %s\n", tdist_my_pe(), m.c_str());
+    tdist::cpu::bad_call(pe, p, m);
+  }
+  return r;
+}
 
 // A byte count from the compiled kernel (i64): negative is a bad call, not a huge copy.
 bool size_ok(const char *what, int64_t dst, int64_t nbytes, int32_t pe) {
@@ -35,7 +54,7 @@ int32_t _mlir_ciface_aclshmem_n_pes(void) { return tdist_n_pes(); }
 
 #define TDIST_ASCEND_PTR_TYPE(tname)                                                        \
   int64_t _mlir_ciface_aclshmem_ptr_##tname(int64_t ptr, int32_t pe) {                      \
-    return to_i64(tdist_ptr(addr(ptr), pe));                                                \
+    return to_i64(symm_at(addr(ptr), pe));                                                  \
   }                                                                                         \
   int64_t _mlir_ciface_aclshmem_consume_token_##tname##_ptr(int64_t value, int32_t token) { \
     return to_i64(tdistx_consume_token_ptr(addr(value), token));                            \

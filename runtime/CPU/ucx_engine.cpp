@@ -256,7 +256,9 @@ class Engine final : public UcxEngine {
       st = UCS_PTR_STATUS(r);
     } else {
       const tdist_device_state_t *s = state();
-      const uint64_t limit = s && s->wait_timeout_ns ? s->wait_timeout_ns : UINT64_MAX;
+      // the job's wait bound; at finalize (no state any more) a fixed one, so that a flush towards
+      // a host that went away cannot hold the process
+      const uint64_t limit = !s ? 10'000'000'000ull : s->wait_timeout_ns ? s->wait_timeout_ns : UINT64_MAX;
       const uint64_t start = now_ns();
       for (uint64_t i = 1; (st = ucp_request_check_status(r)) == UCS_INPROGRESS; ++i) {
         ucp_worker_progress(worker_);
