@@ -78,6 +78,9 @@ Blob unpack_blob(const std::string &b, int pe) {
   return r;
 }
 
+// How long the progress thread keeps polling after its last activity before it sleeps.
+constexpr uint64_t kSpinAfterActivityNs = 200000;
+
 class Engine final : public UcxEngine {
  public:
   Engine(ControlPlane &cp, void *heap, size_t bytes, const std::vector<bool> &remote)
@@ -221,9 +224,17 @@ class Engine final : public UcxEngine {
 
   // Serves the peers' operations on this heap; remote writes wake this PE's sleeping waiters.
   void progress_loop() {
+    uint64_t last = now_ns();
     while (!stop_.load(std::memory_order_relaxed)) {
       if (ucp_worker_progress(worker_)) {
         wake_pe(me_);
+        last = now_ns();
+        continue;
+      }
+      // Right after activity more usually follows (the next put of a loop, a reply): keep polling
+      // for a while, yielding the core, before sleeping on the event descriptor.
+      if (now_ns() - last < kSpinAfterActivityNs) {
+        sched_yield();
         continue;
       }
       ucs_status_t st = ucp_worker_arm(worker_);
