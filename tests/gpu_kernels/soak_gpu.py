@@ -33,7 +33,6 @@ import random
 import sys
 import time
 import traceback
-import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
@@ -69,28 +68,8 @@ NOTE_S = 30  # rank 0 prints progress at a check at most this often
 Step = collections.namedtuple("Step", "op variant dtype shape kw late_rank late_s")
 
 
-def gen(seed, pe, tag, shape, dtype):
-    g = torch.Generator(device="cpu").manual_seed((seed * 1000003 + pe * 7919 + zlib.crc32(tag.encode())) % 2**62)
-    return torch.randn(*shape, generator=g).to(dtype)
-
-
-def rel_err(x, ref):
-    x = x.double().cpu()
-    ref = ref.double().cpu()
-    if torch.isnan(x).any():
-        return float("inf")
-    return float((x - ref).norm() / max(ref.norm(), 1e-30))
-
-
-def poisoned(shape, dtype):
-    return torch.full(shape, float("nan"), dtype=dtype, device="cuda")
-
-
-def same_on_all_ranks(t):
-    """Collective: every rank must call it in the same order."""
-    h = zlib.crc32(t.contiguous().view(torch.uint8).cpu().numpy().tobytes()).to_bytes(4, "little")
-    got = bytes(tdist.ctrl_allgather(h))
-    return len({got[i:i + 4] for i in range(0, len(got), 4)}) == 1
+# the seeded inputs, the error measure, poisoned outputs and the cross-rank check of the GPU worker
+from gpu_worker import gen, poisoned, rel_err, same_on_all_ranks  # noqa: E402,F401
 
 
 # -- the sequence -------------------------------------------------------------------------------
