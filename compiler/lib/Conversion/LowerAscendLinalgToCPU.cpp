@@ -8,6 +8,7 @@
 //   hivm.hir.sync_block_{set,wait,all}                  -> call tdist_cpu_sync_block_*(i32 id)
 //   scalar tt.extern_elementwise                        -> func.call of its symbol
 //   linalg.generic {GenericAtomicRMW = kind, ...}       -> memref.atomic_rmw per element
+//   masked store read-modify-write (copy, select, write) -> a store of the masked elements only
 // and marks the public kernel `llvm.emit_c_interface`.
 //
 //===----------------------------------------------------------------------===//
@@ -23,6 +24,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -247,6 +249,74 @@ LogicalResult lowerAtomicGeneric(linalg::GenericOp op) {
   return success();
 }
 
+/// triton-ascend 3.2 writes `tl.store(ptr, v, mask=m)` whose mask is not a range of the tile (a
+/// mask from data, e.g. `hit | (j == 0)`) as a read-modify-write of the whole tile:
+///   memref.copy %dst, %old_buf;  %old = bufferization.to_tensor %old_buf
+///   %v = arith.select %m, %new, %old
+///   bufferization.materialize_in_destination %v in writable %dst
+/// Masked-off elements are written back with the values read before. Two programs that store
+/// disjoint elements of one tile at once then lose each other's stores (the MoE dispatch's
+/// handle: programs (source, expert) fill entries of the same rows), which Triton's masked store
+/// never does. On a CPU the store becomes what the kernel wrote: the masked elements only, one
+/// conditional store each; the copy and its buffer go when nothing else reads them. Returns
+/// false (nothing changed) when `op` is not of that form.
+bool lowerMaskedStore(bufferization::MaterializeInDestinationOp op) {
+  Value dst = op.getDest();
+  auto dstType = dyn_cast<MemRefType>(dst.getType());
+  auto sel = op.getSource().getDefiningOp<arith::SelectOp>();
+  if (!dstType || !sel || !sel->hasOneUse()) return false;
+  auto old = sel.getFalseValue().getDefiningOp<bufferization::ToTensorOp>();
+  if (!old || !old->hasOneUse()) return false;
+  Value oldBuf = old->getOperand(0);
+  memref::CopyOp fill;
+  for (Operation *user : oldBuf.getUsers())
+    if (auto copy = dyn_cast<memref::CopyOp>(user);
+        copy && copy.getTarget() == oldBuf && copy.getSource() == dst)
+      fill = copy;
+  if (!fill || fill->getBlock() != op->getBlock() || !fill->isBeforeInBlock(op)) return false;
+  Value mask = sel.getCondition();
+  Value value = sel.getTrueValue();
+  if (!isa<RankedTensorType>(mask.getType())) return false;  // (a tile-wide condition is a subview)
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<Value> ivs;
+  auto storeAt = [&](OpBuilder &bb) {
+    Value v = tensor::ExtractOp::create(bb, loc, value, ivs);
+    memref::StoreOp::create(bb, loc, v, dst, ivs);
+  };
+  std::function<void(OpBuilder &, int64_t)> nest = [&](OpBuilder &bb, int64_t d) {
+    if (d == dstType.getRank()) {
+      Value m = tensor::ExtractOp::create(bb, loc, mask, ivs);
+      scf::IfOp::create(bb, loc, m, [&](OpBuilder &ib, Location) {
+        storeAt(ib);
+        scf::YieldOp::create(ib, loc);
+      });
+      return;
+    }
+    Value lb = arith::ConstantIndexOp::create(bb, loc, 0);
+    Value ub = memref::DimOp::create(bb, loc, dst, d);
+    Value one = arith::ConstantIndexOp::create(bb, loc, 1);
+    scf::ForOp::create(bb, loc, lb, ub, one, ValueRange{},
+                       [&](OpBuilder &ib, Location, Value iv, ValueRange) {
+                         ivs.push_back(iv);
+                         nest(ib, d + 1);
+                         ivs.pop_back();
+                         scf::YieldOp::create(ib, loc);
+                       });
+  };
+  nest(b, 0);
+  op->erase();
+  sel->erase();
+  old->erase();
+  if (llvm::all_of(oldBuf.getUsers(), [&](Operation *u) { return u == fill.getOperation(); })) {
+    fill->erase();
+    if (Operation *alloc = oldBuf.getDefiningOp(); alloc && isa<memref::AllocOp>(alloc) && alloc->use_empty())
+      alloc->erase();
+  }
+  return true;
+}
+
 struct LowerAscendLinalgToCPUPass
     : mlir::tdist::impl::LowerAscendLinalgToCPUBase<LowerAscendLinalgToCPUPass> {
   void runOnOperation() override {
@@ -277,6 +347,10 @@ struct LowerAscendLinalgToCPUPass
       if (g->hasAttr("GenericAtomicRMW")) atomics.push_back(g);
     });
     for (linalg::GenericOp g : atomics) ok &= succeeded(lowerAtomicGeneric(g));
+
+    SmallVector<bufferization::MaterializeInDestinationOp> stores;
+    module.walk([&](bufferization::MaterializeInDestinationOp m) { stores.push_back(m); });
+    for (bufferization::MaterializeInDestinationOp m : stores) lowerMaskedStore(m);
 
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {

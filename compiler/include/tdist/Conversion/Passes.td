@@ -91,13 +91,16 @@ def LowerAscendLinalgToCPU : Pass<"lower-ascend-linalg-to-cpu", "ModuleOp"> {
     the address (offset 0, stride 1); `annotation.mark` is erased;
     `hivm.hir.sync_block_{set,wait,all}` become calls of `tdist_cpu_sync_block_{set,wait,all}(i32
     static_flag_id)`; a scalar `tt.extern_elementwise` becomes a `func.call` of its symbol
-    (declared with `llvm.emit_c_interface`). The public kernel gets `llvm.emit_c_interface`, its `tt.*`
+    (declared with `llvm.emit_c_interface`). A masked store that triton-ascend wrote as a
+    read-modify-write of the whole tile (copy, select, write back) stores the masked elements only.
+    The public kernel gets `llvm.emit_c_interface`, its `tt.*`
     argument attributes and other discardable attributes are dropped. Any other unregistered op
     is an error ("<op> has no CPU lowering").
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
-                           "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
+                           "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def ConvertDistributedToLLVM : Pass<"convert-distributed-to-llvm", "ModuleOp"> {
