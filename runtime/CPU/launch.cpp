@@ -24,7 +24,25 @@ namespace {
 
 // Persistent program threads: a launch wakes grid - 1 parked workers (program 0 runs on the
 // caller) instead of creating threads, which costs tens of microseconds per launch on a busy host.
-// Workers park on a futex (std::atomic::wait) between launches. One launch at a time per process.
+// One launch at a time per process.
+//
+// Parking is on raw 32-bit futex words, not std::atomic::wait: the kernel compares the word as it
+// sleeps, so a wake-up cannot be lost, and every sleep is also bounded (kParkSleepNs) and followed
+// by a fresh look at the state, so that even a lost wake-up costs a bounded delay, never a stall.
+// (libstdc++ 12 waits on a 64-bit atomic through a shared proxy word and without a bound.)
+constexpr long kParkSleepNs = 50'000'000;  // 50 ms: an idle worker looks again 20 times a second
+constexpr int kParkSpins = 128;            // polls before the first sleep (a launch right after)
+
+void park(std::atomic<uint32_t> &word, uint32_t seen) {
+  timespec ts{0, kParkSleepNs};
+  futex(reinterpret_cast<uint32_t *>(&word), FUTEX_WAIT_PRIVATE, seen, &ts);
+}
+void wake_all(std::atomic<uint32_t> &word) {
+  futex(reinterpret_cast<uint32_t *>(&word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr);
+}
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free,
+              "futex words are plain 32-bit atomics");
+
 class ProgramPool {
  public:
   template <class Body>
@@ -38,26 +56,39 @@ class ProgramPool {
       ++workers_;
     }
     body_ = [&body](int32_t pid) { body(pid); };
-    remaining_.store(grid - 1, std::memory_order_relaxed);
+    remaining_.store(uint32_t(grid - 1), std::memory_order_relaxed);
     // The grid travels in the epoch word: a worker outside this launch may wake late, after the
     // next launch began, and must judge membership by the launch it woke for (a separate grid_
     // field was a data race found by TSan: such a worker could run the next launch twice).
     uint64_t next = (((epoch_.load(std::memory_order_relaxed) >> 16) + 1) << 16) | uint64_t(grid);
     epoch_.store(next, std::memory_order_release);
-    epoch_.notify_all();
+    // The wake word moves after the epoch: a worker that sees the new word sees the new epoch,
+    // and one that read the old word before sleeping finds it changed and does not sleep.
+    wake_.fetch_add(1, std::memory_order_release);
+    if (grid > 1) wake_all(wake_);
     body(0);
-    for (int32_t left; (left = remaining_.load(std::memory_order_acquire)) != 0;)
-      remaining_.wait(left, std::memory_order_acquire);
+    for (int i = 0;; ++i) {
+      uint32_t left = remaining_.load(std::memory_order_acquire);
+      if (left == 0) break;
+      if (i < kParkSpins) continue;
+      park(remaining_, left);
+    }
   }
 
  private:
   void worker(int32_t pid, uint64_t seen) {
-    while (true) {
-      epoch_.wait(seen, std::memory_order_acquire);
-      seen = epoch_.load(std::memory_order_acquire);
-      if (pid >= int32_t(seen & 0xFFFF)) continue;  // not part of this launch
+    for (int i = 0;; ++i) {
+      const uint32_t w = wake_.load(std::memory_order_acquire);
+      const uint64_t e = epoch_.load(std::memory_order_acquire);
+      if (e == seen) {
+        if (i >= kParkSpins) park(wake_, w);
+        continue;
+      }
+      seen = e;
+      i = 0;
+      if (pid >= int32_t(e & 0xFFFF)) continue;  // not part of this launch
       body_(pid);
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_all();
+      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) wake_all(remaining_);
     }
   }
   std::mutex launch_mu_;
@@ -65,7 +96,8 @@ class ProgramPool {
   std::function<void(int32_t)> body_;
   std::atomic<uint64_t> epoch_{0};  // (launch count << 16) | grid of that launch
   static_assert(TDIST_CPU_MAX_GRID < (1 << 16), "the grid must fit the epoch word's low 16 bits");
-  std::atomic<int32_t> remaining_{0};
+  std::atomic<uint32_t> wake_{0};       // futex word of the parked workers: bumped by every launch
+  std::atomic<uint32_t> remaining_{0};  // futex word of the launcher: programs still running
 };
 
 ProgramPool &program_pool() {
