@@ -120,7 +120,7 @@ RocePeers roce_peers() {
     TDIST_THROW(TDIST_ERR_INVALID_PARAM,
                 "environment variable TDIST_ROCE_PEERS='%.64s' must be 'remote', 'all' or 'none'", v);
   TDIST_CHECK(m != RocePeers::kAll || cpu::ucx_available(), TDIST_ERR_NOT_SUPPORTED,
-              "TDIST_ROCE_PEERS=all: this libtdist was built without UCX, so it has no ROCE engine");
+              "TDIST_ROCE_PEERS=all needs the ROCE engine: %s", cpu::ucx_unavailable_reason().c_str());
   return m;
 }
 
@@ -150,13 +150,16 @@ class CpuTransport final : public HeapTransport {
 
   void map(ControlPlane &cp, size_t bytes) override {
     const RocePeers roce = roce_peers();
-    TDIST_CHECK(
-        cp.local_size() == cp.size() || (cpu::ucx_available() && roce != RocePeers::kNone),
-        TDIST_ERR_NOT_SUPPORTED,
-        "the CPU backend without its ROCE engine (a build without UCX, or TDIST_ROCE_PEERS=none) needs "
-        "every PE on one host (%d of %d PEs are local)",
-        cp.local_size(), cp.size());
+    TDIST_CHECK(cp.local_size() == cp.size() || (roce != RocePeers::kNone && cpu::ucx_available()),
+                TDIST_ERR_NOT_SUPPORTED,
+                "the CPU backend without its ROCE engine (%s) needs every PE on one host (%d of %d PEs "
+                "are local)",
+                roce == RocePeers::kNone ? "TDIST_ROCE_PEERS=none" : cpu::ucx_unavailable_reason().c_str(),
+                cp.local_size(), cp.size());
     const bool all_remote = roce == RocePeers::kAll;
+    // Job-wide: some PE is on another host, or every peer goes through the engine
+    // (TDIST_ROCE_PEERS is the job's). A job on one host never opens, nor loads, UCX.
+    const bool use_engine = cp.local_size() != cp.size() || all_remote;
     bytes_ = bytes;
     int fd = ::memfd_create("tdist-heap", MFD_CLOEXEC);
     TDIST_CHECK(fd >= 0, TDIST_ERR_SMEM, "memfd_create: %s", std::strerror(errno));
@@ -197,7 +200,7 @@ class CpuTransport final : public HeapTransport {
       unmap();
       TDIST_THROW(TDIST_ERR_SMEM, "%s", err.c_str());
     }
-    if (cpu::ucx_available()) {  // collective: every PE takes part, with or without remote peers
+    if (use_engine) {  // collective: every PE takes part, with or without remote peers
       try {
         ucx_ = cpu::make_ucx_engine(cp, local_, bytes, remote);
       } catch (...) {

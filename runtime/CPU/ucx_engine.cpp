@@ -6,11 +6,13 @@
 #include "core/error.hpp"
 
 #ifdef TDIST_HAVE_UCX
+#include <dlfcn.h>
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #endif
 
@@ -21,20 +23,74 @@ UcxEngine *g_ucx = nullptr;
 #ifndef TDIST_HAVE_UCX
 
 bool ucx_available() { return false; }
+std::string ucx_unavailable_reason() { return "this libtdist was built without UCX's headers (libucx-dev)"; }
 
 std::unique_ptr<UcxEngine> make_ucx_engine(ControlPlane &, void *, size_t, const std::vector<bool> &) {
-  TDIST_THROW(TDIST_ERR_NOT_SUPPORTED,
-              "this libtdist was built without UCX (libucx-dev), so it cannot reach PEs on other hosts");
+  TDIST_THROW(TDIST_ERR_NOT_SUPPORTED, "%s, so it cannot reach PEs on other hosts",
+              ucx_unavailable_reason().c_str());
 }
 
 #else
 
-bool ucx_available() { return true; }
+namespace {
+
+// UCX is loaded when a job first needs it (a PE on another host, or TDIST_ROCE_PEERS=all), not
+// linked: a job on one host never loads it, nor the memory hooks UCX installs into the process
+// when it loads. Every entry point the engine calls is looked up once, by name, in libucp (and
+// the libucs it brings); ucp_init is an inline wrapper of ucp_init_version in UCX's header.
+#define TDIST_UCX_FUNCS(X)                                                                                 \
+  X(ucp_atomic_op_nbx)                                                                                     \
+  X(ucp_cleanup)                                                                                           \
+  X(ucp_config_read) X(ucp_config_release) X(ucp_ep_close_nbx) X(ucp_ep_create) X(ucp_ep_rkey_unpack)      \
+      X(ucp_get_nbx) X(ucp_init_version) X(ucp_mem_map) X(ucp_mem_unmap) X(ucp_put_nbx)                    \
+          X(ucp_request_cancel) X(ucp_request_check_status) X(ucp_request_free) X(ucp_rkey_buffer_release) \
+              X(ucp_rkey_destroy) X(ucp_rkey_pack) X(ucp_worker_arm) X(ucp_worker_create)                  \
+                  X(ucp_worker_destroy) X(ucp_worker_fence) X(ucp_worker_flush_nbx)                        \
+                      X(ucp_worker_get_address) X(ucp_worker_get_efd) X(ucp_worker_progress)               \
+                          X(ucp_worker_query) X(ucp_worker_release_address) X(ucs_status_string)
+
+struct Ucx {
+#define TDIST_UCX_FIELD(f) decltype(&::f) f = nullptr;
+  TDIST_UCX_FUNCS(TDIST_UCX_FIELD)
+#undef TDIST_UCX_FIELD
+  std::string error;  // why it could not be loaded; empty when every entry point was found
+};
+
+constexpr const char *kUcpLibrary = "libucp.so.0";
+
+const Ucx &ucx() {
+  static Ucx u;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // RTLD_LOCAL: UCX's symbols stay out of the process's global namespace
+    void *h = ::dlopen(kUcpLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char *e = ::dlerror();
+      u.error = strfmt("%s could not be loaded (%s; install UCX, e.g. Debian's libucx0)", kUcpLibrary,
+                       e ? e : "no reason given");
+      return;
+    }
+#define TDIST_UCX_LOOKUP(f)                                                                           \
+  if (u.error.empty()) {                                                                              \
+    u.f = reinterpret_cast<decltype(&::f)>(::dlsym(h, #f));                                           \
+    if (!u.f) u.error = strfmt("%s has no entry point %s (UCX too old or not UCX)", kUcpLibrary, #f); \
+  }
+    TDIST_UCX_FUNCS(TDIST_UCX_LOOKUP)
+#undef TDIST_UCX_LOOKUP
+    // kept loaded for the life of the process: UCX does not support being unloaded
+  });
+  return u;
+}
+
+}  // namespace
+
+bool ucx_available() { return ucx().error.empty(); }
+std::string ucx_unavailable_reason() { return ucx().error; }
 
 namespace {
 
 void check(ucs_status_t st, const char *what) {
-  TDIST_CHECK(st == UCS_OK, TDIST_ERR_SMEM, "UCX %s: %s", what, ucs_status_string(st));
+  TDIST_CHECK(st == UCS_OK, TDIST_ERR_SMEM, "UCX %s: %s", what, ucx().ucs_status_string(st));
 }
 
 // The blob every PE publishes: heap base, worker address, packed remote key.
@@ -114,8 +170,9 @@ class Engine final : public UcxEngine {
         ucp_ep_params_t ep{};
         ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         ep.address = reinterpret_cast<const ucp_address_t *>(b.addr.data());
-        check(ucp_ep_create(worker_, &ep, &eps_[size_t(pe)]), "ucp_ep_create");
-        check(ucp_ep_rkey_unpack(eps_[size_t(pe)], b.rkey.data(), &rkeys_[size_t(pe)]), "ucp_ep_rkey_unpack");
+        check(ucx().ucp_ep_create(worker_, &ep, &eps_[size_t(pe)]), "ucp_ep_create");
+        check(ucx().ucp_ep_rkey_unpack(eps_[size_t(pe)], b.rkey.data(), &rkeys_[size_t(pe)]),
+              "ucp_ep_rkey_unpack");
       }
     } catch (...) {
       close();
@@ -134,12 +191,12 @@ class Engine final : public UcxEngine {
 
   bool put(int pe, uint64_t off, const void *src, size_t n) override {
     ucp_request_param_t p{};
-    return wait(ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+    return wait(ucx().ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
                 "put", pe, off);
   }
   bool get(int pe, uint64_t off, void *dst, size_t n) override {
     ucp_request_param_t p{};
-    return wait(ucp_get_nbx(eps_[size_t(pe)], dst, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+    return wait(ucx().ucp_get_nbx(eps_[size_t(pe)], dst, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
                 "get", pe, off);
   }
   bool atomic_add(int pe, uint64_t off, uint64_t v, uint64_t *fetched) override {
@@ -150,12 +207,12 @@ class Engine final : public UcxEngine {
     return amo(UCP_ATOMIC_OP_SWAP, pe, off, v, &old, "atomic set");
   }
   void fence() override {
-    if (worker_) ucp_worker_fence(worker_);
+    if (worker_) ucx().ucp_worker_fence(worker_);
   }
   bool quiet() override {
     if (!worker_) return true;
     ucp_request_param_t p{};
-    return wait(ucp_worker_flush_nbx(worker_, &p), "quiet (flush)", -1, 0);
+    return wait(ucx().ucp_worker_flush_nbx(worker_, &p), "quiet (flush)", -1, 0);
   }
   const char *transports() const override { return "ucp"; }
 
@@ -165,36 +222,36 @@ class Engine final : public UcxEngine {
     pp.field_mask = UCP_PARAM_FIELD_FEATURES;
     pp.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
     ucp_config_t *cfg = nullptr;
-    check(ucp_config_read(nullptr, nullptr, &cfg), "ucp_config_read");
-    ucs_status_t st = ucp_init(&pp, cfg, &ctx_);
-    ucp_config_release(cfg);
+    check(ucx().ucp_config_read(nullptr, nullptr, &cfg), "ucp_config_read");
+    ucs_status_t st = ucx().ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &pp, cfg, &ctx_);
+    ucx().ucp_config_release(cfg);
     check(st, "ucp_init");
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_MULTI;
-    check(ucp_worker_create(ctx_, &wp, &worker_), "ucp_worker_create");
+    check(ucx().ucp_worker_create(ctx_, &wp, &worker_), "ucp_worker_create");
     ucp_worker_attr_t wa{};
     wa.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
-    check(ucp_worker_query(worker_, &wa), "ucp_worker_query");
+    check(ucx().ucp_worker_query(worker_, &wa), "ucp_worker_query");
     TDIST_CHECK(wa.thread_mode == UCS_THREAD_MODE_MULTI, TDIST_ERR_NOT_SUPPORTED,
                 "this UCX does not give a multi-threaded worker (programs of a launch call it at once)");
-    check(ucp_worker_get_efd(worker_, &efd_), "ucp_worker_get_efd");
+    check(ucx().ucp_worker_get_efd(worker_, &efd_), "ucp_worker_get_efd");
     ucp_mem_map_params_t mp{};
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = heap;
     mp.length = bytes;
-    check(ucp_mem_map(ctx_, &mp, &mem_), "ucp_mem_map of the heap");
+    check(ucx().ucp_mem_map(ctx_, &mp, &mem_), "ucp_mem_map of the heap");
     void *rkey = nullptr;
     size_t rlen = 0;
-    check(ucp_rkey_pack(ctx_, mem_, &rkey, &rlen), "ucp_rkey_pack");
+    check(ucx().ucp_rkey_pack(ctx_, mem_, &rkey, &rlen), "ucp_rkey_pack");
     ucp_address_t *addr = nullptr;
     size_t alen = 0;
-    st = ucp_worker_get_address(worker_, &addr, &alen);
-    if (st != UCS_OK) ucp_rkey_buffer_release(rkey);
+    st = ucx().ucp_worker_get_address(worker_, &addr, &alen);
+    if (st != UCS_OK) ucx().ucp_rkey_buffer_release(rkey);
     check(st, "ucp_worker_get_address");
     *blob = pack_blob(reinterpret_cast<uintptr_t>(heap), addr, alen, rkey, rlen);
-    ucp_worker_release_address(worker_, addr);
-    ucp_rkey_buffer_release(rkey);
+    ucx().ucp_worker_release_address(worker_, addr);
+    ucx().ucp_rkey_buffer_release(rkey);
   }
 
   void close() {
@@ -203,30 +260,30 @@ class Engine final : public UcxEngine {
       progress_.join();
     }
     for (ucp_rkey_h &k : rkeys_)
-      if (k) ucp_rkey_destroy(k), k = nullptr;
+      if (k) ucx().ucp_rkey_destroy(k), k = nullptr;
     for (size_t pe = 0; pe < eps_.size(); ++pe) {
       if (!eps_[pe]) continue;
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       p.flags = UCP_EP_CLOSE_FLAG_FORCE;  // peers may be gone at finalize; nothing is in flight after quiet
-      ucs_status_ptr_t r = ucp_ep_close_nbx(eps_[pe], &p);
+      ucs_status_ptr_t r = ucx().ucp_ep_close_nbx(eps_[pe], &p);
       if (UCS_PTR_IS_PTR(r)) {
-        for (int i = 0; i < 100000 && ucp_request_check_status(r) == UCS_INPROGRESS; ++i)
-          ucp_worker_progress(worker_);
-        ucp_request_free(r);
+        for (int i = 0; i < 100000 && ucx().ucp_request_check_status(r) == UCS_INPROGRESS; ++i)
+          ucx().ucp_worker_progress(worker_);
+        ucx().ucp_request_free(r);
       }
       eps_[pe] = nullptr;
     }
-    if (mem_) ucp_mem_unmap(ctx_, mem_), mem_ = nullptr;
-    if (worker_) ucp_worker_destroy(worker_), worker_ = nullptr;
-    if (ctx_) ucp_cleanup(ctx_), ctx_ = nullptr;
+    if (mem_) ucx().ucp_mem_unmap(ctx_, mem_), mem_ = nullptr;
+    if (worker_) ucx().ucp_worker_destroy(worker_), worker_ = nullptr;
+    if (ctx_) ucx().ucp_cleanup(ctx_), ctx_ = nullptr;
   }
 
   // Serves the peers' operations on this heap; remote writes wake this PE's sleeping waiters.
   void progress_loop() {
     uint64_t last = now_ns();
     while (!stop_.load(std::memory_order_relaxed)) {
-      if (ucp_worker_progress(worker_)) {
+      if (ucx().ucp_worker_progress(worker_)) {
         wake_pe(me_);
         last = now_ns();
         continue;
@@ -237,7 +294,7 @@ class Engine final : public UcxEngine {
         sched_yield();
         continue;
       }
-      ucs_status_t st = ucp_worker_arm(worker_);
+      ucs_status_t st = ucx().ucp_worker_arm(worker_);
       if (st == UCS_ERR_BUSY) continue;  // events came in meanwhile
       pollfd p{efd_, POLLIN, 0};
       ::poll(&p, 1, 1);
@@ -253,9 +310,9 @@ class Engine final : public UcxEngine {
       p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
       p.reply_buffer = fetched;
     }
-    return wait(
-        ucp_atomic_op_nbx(eps_[size_t(pe)], op, &v, 1, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
-        what, pe, off);
+    return wait(ucx().ucp_atomic_op_nbx(eps_[size_t(pe)], op, &v, 1, bases_[size_t(pe)] + off,
+                                        rkeys_[size_t(pe)], &p),
+                what, pe, off);
   }
 
   // Completes `r`, bounded by the wait timeout; a failure or an expiry records a fault naming the
@@ -271,16 +328,16 @@ class Engine final : public UcxEngine {
       // a host that went away cannot hold the process
       const uint64_t limit = !s ? 10'000'000'000ull : s->wait_timeout_ns ? s->wait_timeout_ns : UINT64_MAX;
       const uint64_t start = now_ns();
-      for (uint64_t i = 1; (st = ucp_request_check_status(r)) == UCS_INPROGRESS; ++i) {
-        ucp_worker_progress(worker_);
+      for (uint64_t i = 1; (st = ucx().ucp_request_check_status(r)) == UCS_INPROGRESS; ++i) {
+        ucx().ucp_worker_progress(worker_);
         if (i & 63) continue;
         // a fault recorded meanwhile (a lost peer, named by the watchdog) ends the wait at once
         const bool lost = s && fault_code(*s) != 0;
         if (lost || now_ns() - start > limit) {
-          ucp_request_cancel(worker_, r);
-          for (int k = 0; k < 1000000 && ucp_request_check_status(r) == UCS_INPROGRESS; ++k)
-            ucp_worker_progress(worker_);
-          ucp_request_free(r);
+          ucx().ucp_request_cancel(worker_, r);
+          for (int k = 0; k < 1000000 && ucx().ucp_request_check_status(r) == UCS_INPROGRESS; ++k)
+            ucx().ucp_worker_progress(worker_);
+          ucx().ucp_request_free(r);
           if (!lost)
             record_fault(TDIST_ERR_TIMEOUT, pe, off, 0, 0, -1,
                          strfmt("the ROCE engine's %s to PE %d did not complete within %.0f ms", what, pe,
@@ -288,11 +345,11 @@ class Engine final : public UcxEngine {
           return false;
         }
       }
-      ucp_request_free(r);
+      ucx().ucp_request_free(r);
     }
     if (st == UCS_OK) return true;
     record_fault(TDIST_ERR_SMEM, pe, off, 0, 0, -1,
-                 strfmt("the ROCE engine's %s to PE %d failed: %s", what, pe, ucs_status_string(st)));
+                 strfmt("the ROCE engine's %s to PE %d failed: %s", what, pe, ucx().ucs_status_string(st)));
     return false;
   }
 
@@ -313,6 +370,8 @@ class Engine final : public UcxEngine {
 
 std::unique_ptr<UcxEngine> make_ucx_engine(ControlPlane &cp, void *heap, size_t bytes,
                                            const std::vector<bool> &remote) {
+  TDIST_CHECK(ucx_available(), TDIST_ERR_NOT_SUPPORTED, "the ROCE engine cannot start: %s",
+              ucx_unavailable_reason().c_str());
   return std::make_unique<Engine>(cp, heap, bytes, remote);
 }
 

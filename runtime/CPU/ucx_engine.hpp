@@ -44,8 +44,11 @@ class UcxEngine {
   virtual const char *transports() const = 0;
 };
 
-// Whether this build has the engine (libucx found at configure time).
+// Whether the engine can run: this build has it (UCX's headers found at configure time) and UCX
+// loads (libucp.so.0, opened on the first call; a job on one host never calls this).
 bool ucx_available();
+// Why not, in words, when ucx_available() is false.
+std::string ucx_unavailable_reason();
 // Collective over every PE (also those without remote peers: the exchange is an all-gather):
 // `remote[pe]` says which PEs this one reaches through the engine. Throws naming what failed.
 std::unique_ptr<UcxEngine> make_ucx_engine(ControlPlane &cp, void *heap, size_t bytes,

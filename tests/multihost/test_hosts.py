@@ -135,3 +135,17 @@ def test_tdist_run_per_host():
         assert rc == 0, f"host {h} (exit {rc}):\n{out[-4000:]}"
         for rank in (2 * h, 2 * h + 1):
             assert f"[rank {rank}] [  PASSED  ]" in out, f"host {h}: rank {rank}:\n{out[-4000:]}"
+
+
+@skip
+def test_ucx_is_loaded_only_across_hosts():
+    """libtdist does not link UCX: a job on one host never loads libucp (nor the memory hooks UCX
+    installs as it loads); a job across hosts loads it at init, for its ROCE engine."""
+    worker = [sys.executable, str(REPO / "tests" / "multihost" / "ucx_loaded_worker.py")]
+    env = _env()
+    env["PYTHONPATH"] = str(REPO / "python")
+    with nh.Hosts(2) as hosts:
+        for layout, want in (([0, 0], "no"), ([0, 1], "yes")):
+            rcs, outs = nh.wait_all(hosts.launch(layout, worker, env), 120)
+            for r, (rc, out) in enumerate(zip(rcs, outs)):
+                assert rc == 0 and f"libucp {want}" in out, f"layout {layout}, rank {r} (exit {rc}):\n{out[-3000:]}"
