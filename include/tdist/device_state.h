@@ -25,6 +25,10 @@
 #define TDIST_SYNC_FAULT_OFF 256u        /* uint64: nonzero once a launch faulted (sticky)   */
 #define TDIST_SYNC_SLEEPERS_OFF 320u     /* uint32: CPU waiters asleep on this PE's memory   */
 #define TDIST_SYNC_FUTEX_OFF 384u        /* uint32: futex word bumped to wake those waiters  */
+/* uint64 counters of barrier arrivals pushed by PEs reached through the ROCE engine (CPU ranks on
+ * other hosts): one atomic add per barrier from each, only growing */
+#define TDIST_SYNC_DEVICE_ARRIVALS_OFF 448u
+#define TDIST_SYNC_HOST_ARRIVALS_OFF 512u
 
 typedef struct tdist_device_state {
   uint32_t magic;   /* TDIST_DEVICE_STATE_MAGIC */

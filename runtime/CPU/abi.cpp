@@ -214,22 +214,32 @@ void pull_barrier(uint64_t slot_off) {
   uint64_t epoch = std::atomic_ref<uint64_t>(*mine).load(std::memory_order_relaxed) + 1;
   std::atomic_ref<uint64_t>(*mine).store(epoch, std::memory_order_release);
   wake_pe(s->my_pe);
+  // PEs behind the ROCE engine are told, not read: one posted atomic add to each one's arrivals
+  // counter (reading a remote epoch costs a round trip through that PE's progress thread per look)
+  const uint64_t arrivals_off =
+      slot_off == TDIST_SYNC_HOST_BARRIER_OFF ? TDIST_SYNC_HOST_ARRIVALS_OFF : TDIST_SYNC_DEVICE_ARRIVALS_OFF;
+  uint64_t n_remote = 0;
+  if (g_ucx) {
+    g_ucx->fence();  // this PE's earlier operations land before its arrival does
+    for (int k = 1; k < s->n_pes; ++k) {
+      int pe = (s->my_pe + k) % s->n_pes;
+      if (!g_ucx->remote(pe)) continue;
+      ++n_remote;
+      if (!g_ucx->atomic_add(pe, arrivals_off, 1)) return;  // the fault is recorded
+    }
+  }
   for (int k = 1; k < s->n_pes; ++k) {
     int pe = (s->my_pe + k) % s->n_pes;  // staggered start spreads the reads
-    if (g_ucx && g_ucx->remote(pe)) {    // read through the ROCE engine, bounded like a local wait
-      uint64_t seen = 0;
-      bounded_wait(
-          [&] {
-            if (!g_ucx->get(pe, slot_off, &seen, sizeof seen)) return true;  // the fault is recorded
-            return seen == epoch || seen == epoch + 1;
-          },
-          mine, epoch, TDIST_CMP_EQ, &seen_as_u64<uint64_t>);
-      if (fault_code(*s)) return;
-      continue;
-    }
+    if (g_ucx && g_ucx->remote(pe)) continue;
     auto *theirs = reinterpret_cast<uint64_t *>(static_cast<char *>(s->p2p_heap_base[pe]) + slot_off);
     wait_u64(theirs, TDIST_CMP_EQ, epoch, true);
     if (fault_code(*s)) return;
+  }
+  if (n_remote) {
+    // every remote PE adds once per barrier and none starts barrier epoch + 1 before all arrived
+    // at this one: epoch * n_remote adds have come once they all arrived (more: some went on)
+    auto *arrived = reinterpret_cast<uint64_t *>(static_cast<char *>(s->heap_base) + arrivals_off);
+    wait_u64(arrived, TDIST_CMP_GE, epoch * n_remote, false);
   }
 }
 

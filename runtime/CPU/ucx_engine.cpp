@@ -38,16 +38,17 @@ namespace {
 // linked: a job on one host never loads it, nor the memory hooks UCX installs into the process
 // when it loads. Every entry point the engine calls is looked up once, by name, in libucp (and
 // the libucs it brings); ucp_init is an inline wrapper of ucp_init_version in UCX's header.
-#define TDIST_UCX_FUNCS(X)                                                                                 \
-  X(ucp_atomic_op_nbx)                                                                                     \
-  X(ucp_cleanup)                                                                                           \
-  X(ucp_config_read) X(ucp_config_release) X(ucp_ep_close_nbx) X(ucp_ep_create) X(ucp_ep_rkey_unpack)      \
-      X(ucp_get_nbx) X(ucp_init_version) X(ucp_mem_map) X(ucp_mem_unmap) X(ucp_put_nbx)                    \
-          X(ucp_request_cancel) X(ucp_request_check_status) X(ucp_request_free) X(ucp_rkey_buffer_release) \
-              X(ucp_rkey_destroy) X(ucp_rkey_pack) X(ucp_worker_arm) X(ucp_worker_create)                  \
-                  X(ucp_worker_destroy) X(ucp_worker_fence) X(ucp_worker_flush_nbx)                        \
-                      X(ucp_worker_get_address) X(ucp_worker_get_efd) X(ucp_worker_progress)               \
-                          X(ucp_worker_query) X(ucp_worker_release_address) X(ucs_status_string)
+#define TDIST_UCX_FUNCS(X)                                                                               \
+  X(ucp_atomic_op_nbx)                                                                                   \
+  X(ucp_cleanup)                                                                                         \
+  X(ucp_config_read)                                                                                     \
+  X(ucp_config_release) X(ucp_ep_close_nbx) X(ucp_ep_create) X(ucp_ep_rkey_unpack) X(ucp_get_nbx)        \
+      X(ucp_init_version) X(ucp_mem_map) X(ucp_mem_unmap) X(ucp_put_nbx) X(ucp_request_cancel)           \
+          X(ucp_request_check_status) X(ucp_request_free) X(ucp_rkey_buffer_release) X(ucp_rkey_destroy) \
+              X(ucp_rkey_pack) X(ucp_worker_arm) X(ucp_worker_create) X(ucp_worker_destroy)              \
+                  X(ucp_worker_fence) X(ucp_worker_flush_nbx) X(ucp_worker_get_address)                  \
+                      X(ucp_worker_get_efd) X(ucp_worker_progress) X(ucp_worker_query)                   \
+                          X(ucp_worker_release_address) X(ucs_status_string)
 
 struct Ucx {
 #define TDIST_UCX_FIELD(f) decltype(&::f) f = nullptr;
@@ -136,6 +137,8 @@ Blob unpack_blob(const std::string &b, int pe) {
 
 // How long the progress thread keeps polling after its last activity before it sleeps.
 constexpr uint64_t kSpinAfterActivityNs = 200000;
+// Polls of an operation's wait before it yields the core between polls.
+constexpr uint64_t kWaitSpins = 256;
 
 class Engine final : public UcxEngine {
  public:
@@ -202,9 +205,28 @@ class Engine final : public UcxEngine {
   bool atomic_add(int pe, uint64_t off, uint64_t v, uint64_t *fetched) override {
     return amo(UCP_ATOMIC_OP_ADD, pe, off, v, fetched, fetched ? "fetching atomic add" : "atomic add");
   }
+  // A set is a swap (UCP has no non-fetching set) whose old value nobody reads, so it is posted
+  // instead of waited for: a wait would be a round trip through the target's progress thread per
+  // signal. Its operand and reply live with the request; the callback frees them and records a
+  // failure; quiet's flush completes it, as every posted operation.
   bool atomic_set(int pe, uint64_t off, uint64_t v) override {
-    uint64_t old = 0;  // a swap: UCP has no non-fetching set
-    return amo(UCP_ATOMIC_OP_SWAP, pe, off, v, &old, "atomic set");
+    auto *op = new PostedSet{v, 0, pe, off};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER |
+                     UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.datatype = ucp_dt_make_contig(sizeof(uint64_t));
+    p.reply_buffer = &op->reply;
+    p.cb.send = &set_done;
+    p.user_data = op;
+    ucs_status_ptr_t r = ucx().ucp_atomic_op_nbx(eps_[size_t(pe)], UCP_ATOMIC_OP_SWAP, &op->value, 1,
+                                                 bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p);
+    if (UCS_PTR_IS_PTR(r)) return true;  // in flight: set_done finishes it
+    delete op;
+    if (r == nullptr) return true;  // done at once
+    record_fault(TDIST_ERR_SMEM, pe, off, 0, 0, -1,
+                 strfmt("the ROCE engine's atomic set to PE %d failed: %s", pe,
+                        ucx().ucs_status_string(UCS_PTR_STATUS(r))));
+    return false;
   }
   void fence() override {
     if (worker_) ucx().ucp_worker_fence(worker_);
@@ -302,6 +324,21 @@ class Engine final : public UcxEngine {
     }
   }
 
+  struct PostedSet {
+    uint64_t value, reply;
+    int pe;
+    uint64_t off;
+  };
+  static void set_done(void *request, ucs_status_t st, void *user) {
+    auto *op = static_cast<PostedSet *>(user);
+    if (st != UCS_OK)
+      record_fault(
+          TDIST_ERR_SMEM, op->pe, op->off, 0, 0, -1,
+          strfmt("the ROCE engine's atomic set to PE %d failed: %s", op->pe, ucx().ucs_status_string(st)));
+    ucx().ucp_request_free(request);
+    delete op;
+  }
+
   bool amo(ucp_atomic_op_t op, int pe, uint64_t off, uint64_t v, uint64_t *fetched, const char *what) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
@@ -329,7 +366,9 @@ class Engine final : public UcxEngine {
       const uint64_t limit = !s ? 10'000'000'000ull : s->wait_timeout_ns ? s->wait_timeout_ns : UINT64_MAX;
       const uint64_t start = now_ns();
       for (uint64_t i = 1; (st = ucx().ucp_request_check_status(r)) == UCS_INPROGRESS; ++i) {
-        ucx().ucp_worker_progress(worker_);
+        // Progress, and past the first polls hand the core over between them: the reply needs
+        // the target's progress thread, which may be waiting for this very core.
+        if (!ucx().ucp_worker_progress(worker_) && i > kWaitSpins) sched_yield();
         if (i & 63) continue;
         // a fault recorded meanwhile (a lost peer, named by the watchdog) ends the wait at once
         const bool lost = s && fault_code(*s) != 0;

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The all-to-all across test hosts: tdist's CPU kernels (peers on the other host through the ROCE
+engine on UCX) against Open MPI's MPI_Alltoall on the same hosts, in the same run, as ratios.
+
+    sudo python3 benchmarks/cpu/multihost_a2a.py [--build build] [--hosts 2] [--ranks-per-host 2]
+        [--bytes 64K,1M,16M] [--kernels a2a_direct,a2a_wait_notify] [--repeats 3]
+
+Hosts are network namespaces on this machine (tests/multihost/netns_hosts.py: a bridge, one
+address each, a host name per rank); UCX and Open MPI are both held to TCP between them
+(UCX_TLS=tcp,self; Open MPI's tcp BTL over eth0, its launcher entering each namespace through an
+rsh agent). Every repeat runs each implementation once per size list; a figure is the slowest
+rank's mean time of one call; the table gives the median and the range over the repeats and the
+ratio of medians (Open MPI time / tdist time: above 1 is tdist faster). Needs root.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "multihost"))
+import netns_hosts as nh  # noqa: E402
+
+
+def sizes(text):
+    out = []
+    for t in text.split(","):
+        t = t.strip().upper()
+        mult = {"K": 1 << 10, "M": 1 << 20}.get(t[-1:], 1)
+        out.append(int(t[:-1] if mult > 1 else t) * mult)
+    return out
+
+
+def rows(text, impl):
+    got = {}
+    for line in text.splitlines():
+        line = line.split("] ", 1)[-1].strip()
+        if line.startswith("{"):
+            r = json.loads(line)
+            if r.get("check") == "FAIL":
+                raise SystemExit(f"{impl}: a check failed: {line}")
+            got[(r["kernel"], r["bytes"])] = r["time_us"]
+    return got
+
+
+def run_tdist(hosts, layout, build, kernel, byte_list, iters):
+    cmd = [str(build / "benchmarks" / "cpu" / "tdist-bench-cpu"), "--kernel", kernel, "--dtype", "f32", "--bytes",
+           ",".join(map(str, byte_list)), "--iters", str(iters)]
+    env = dict(os.environ, UCX_TLS="tcp,self")
+    env.pop("TDIST_ROCE_PEERS", None)
+    rcs, outs = nh.wait_all(hosts.launch(layout, cmd, env), 900)
+    if any(rcs):
+        raise SystemExit(f"tdist {kernel}: exit codes {rcs}:\n{outs[0][-3000:]}")
+    return rows(outs[0], "tdist")
+
+
+def run_mpi(hosts, layout, build, byte_list, iters, agent):
+    hostfile = Path(agent).with_name("hostfile")
+    per = {h: layout.count(h) for h in sorted(set(layout))}
+    hostfile.write_text("".join(f"{hosts.names[h]} slots={n}\n" for h, n in per.items()))
+    cmd = ["ip", "netns", "exec", hosts.names[0], "mpirun", "--allow-run-as-root", "--hostfile", str(hostfile),
+           "-n", str(len(layout)), "--map-by", "slot", "--mca", "plm_rsh_agent", agent,
+           "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0", "--mca", "oob_tcp_if_include", "eth0",
+           str(build / "benchmarks" / "cpu" / "tdist-mpi-baseline"), "--op", "alltoall", "--dtype", "f32",
+           "--bytes", ",".join(map(str, byte_list)), "--iters", str(iters)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise SystemExit(f"mpirun: exit {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    return {b: t for (_, b), t in rows(r.stdout, "mpi").items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=str(REPO / "build"))
+    ap.add_argument("--hosts", type=int, default=2)
+    ap.add_argument("--ranks-per-host", type=int, default=2)
+    ap.add_argument("--bytes", default="64K,1M,16M")
+    ap.add_argument("--kernels", default="a2a_direct,a2a_wait_notify")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args()
+    why = nh.why_not()
+    if why:
+        raise SystemExit(f"multihost_a2a: {why}")
+    build = Path(a.build)
+    byte_list = sizes(a.bytes)
+    kernels = [k for k in a.kernels.split(",") if k]
+    layout = [h for h in range(a.hosts) for _ in range(a.ranks_per_host)]
+    tdist_t = {(k, b): [] for k in kernels for b in byte_list}
+    mpi_t = {b: [] for b in byte_list}
+    with tempfile.TemporaryDirectory(prefix="tdist-mh-") as tmp, nh.Hosts(a.hosts) as hosts:
+        agent = Path(tmp) / "agent.sh"
+        # mpirun calls: agent [options] <host> <command...>; the host is a namespace name
+        agent.write_text('#!/bin/sh\nwhile [ "${1#-}" != "$1" ]; do shift; done\nh="$1"; shift\n'
+                         'exec ip netns exec "$h" unshare --uts sh -c "hostname $h; $*"\n')
+        agent.chmod(0o755)
+        for rep in range(a.repeats):
+            for b, t in run_mpi(hosts, layout, build, byte_list, a.iters, str(agent)).items():
+                mpi_t[b].append(t)
+            for k in kernels:
+                for key, t in run_tdist(hosts, layout, build, k, byte_list, a.iters).items():
+                    tdist_t[key].append(t)
+            print(f"repeat {rep + 1} of {a.repeats} done", file=sys.stderr, flush=True)
+    print(f"all-to-all, f32, {a.hosts} hosts x {a.ranks_per_host} ranks (network namespaces, TCP), "
+          f"{a.repeats} repeats: median [min-max] of the slowest rank's mean per call")
+    print("| bytes per rank | kernel | Open MPI ms | tdist ms | ratio (MPI / tdist) |")
+    print("|---|---|---|---|---|")
+
+    def fmt(v):
+        return f"{statistics.median(v) / 1e3:.2f} [{min(v) / 1e3:.2f}-{max(v) / 1e3:.2f}]"
+    for b in byte_list:
+        for k in kernels:
+            t, m = tdist_t[(k, b)], mpi_t[b]
+            if not t or not m:
+                continue
+            print(f"| {b} | {k} | {fmt(m)} | {fmt(t)} | {statistics.median(m) / statistics.median(t):.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
