@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -118,6 +119,37 @@ inline void put_rows(unsigned char *dst_sym, int64_t dst_stride, const unsigned 
       tdist_putmem(dst_sym + i * dst_stride, src + i * src_stride, nbytes, pe);
   }
 }
+
+/** A region of PE pe's copy of symmetric `dst_sym` that a kernel fills with stores: the mapped
+ * memory itself, or, for a PE behind the ROCE engine (another host), a local staging copy of the
+ * same layout whose filled byte ranges go out with engine puts (put / put_rows) before the
+ * kernel's fence and signal. */
+class PeerRegion {
+ public:
+  PeerRegion(unsigned char *dst_sym, int pe, size_t bytes) : sym_(dst_sym), pe_(pe), p_(mapped(dst_sym, pe)) {
+    if (!p_) {
+      stage_.resize(bytes);
+      p_ = stage_.data();
+    }
+  }
+  unsigned char *data() const { return p_; }
+  /** Sends bytes [off, off + n) of the region (nothing to do when it is mapped). */
+  void put(size_t off, size_t n) const {
+    if (!stage_.empty() && n) tdist_putmem(sym_ + off, p_ + off, n, pe_);
+  }
+  /** Sends `rows` ranges of `n` bytes, the first at `off`, `stride` bytes apart. */
+  void put_rows(size_t off, size_t stride, int64_t rows, size_t n) const {
+    if (stage_.empty() || !n) return;
+    if (n == stride) return put(off, n * size_t(rows));
+    for (int64_t i = 0; i < rows; ++i) put(off + size_t(i) * stride, n);
+  }
+
+ private:
+  unsigned char *sym_;
+  int pe_;
+  unsigned char *p_;
+  std::vector<unsigned char> stage_;
+};
 
 /** `n` bytes of PE pe's copy of symmetric `src_sym` into local `dst`. */
 inline void get_bytes(unsigned char *dst, const unsigned char *src_sym, size_t n, int pe) {

@@ -33,6 +33,8 @@ namespace {
 
 using detail::cdiv;
 using detail::fail;
+using detail::PeerRegion;
+using detail::put_rows;
 using detail::slot;
 
 // Status of one PE's input, carried in the counts row / low-latency header.
@@ -305,7 +307,8 @@ void moe_counts_kernel(void *p) {
   int64_t *my_row = a.rows + (a.par * a.W + a.me) * a.row;
   for (int64_t j = 0; j < a.W; ++j) {
     const int pe = int((a.me + 1 + j) % a.W);
-    std::memcpy(tdist_ptr(my_row, pe), a.mine, size_t(a.row) * 8);
+    put_rows(reinterpret_cast<unsigned char *>(my_row), 0, reinterpret_cast<const unsigned char *>(a.mine), 0,
+             1, size_t(a.row) * 8, pe);
   }
   tdist_fence();
   for (int64_t j = 0; j < a.W; ++j)
@@ -356,8 +359,9 @@ void ht_dispatch_kernel(void *p) {
                ++q)  // slice 0's meta: every slice's credit
             tdist_int64_wait_until(slot(a.credit, pe * a.S + q), TDIST_CMP_GE, need);
         }
-        auto *dst = static_cast<unsigned char *>(tdist_ptr(a.ring, pe)) +
-                    (size_t(a.me) * a.nbuf + g % a.nbuf) * a.slot_bytes;
+        const PeerRegion region(a.ring + (size_t(a.me) * a.nbuf + g % a.nbuf) * a.slot_bytes, pe,
+                                a.slot_bytes);
+        unsigned char *dst = region.data();
         auto *meta_rows = reinterpret_cast<int32_t *>(dst + a.pay_bytes);
         auto *meta_w = reinterpret_cast<float *>(meta_rows + a.chunk * a.K);
         const int64_t cnt = std::min(a.chunk, n - c * a.chunk);
@@ -371,6 +375,12 @@ void ht_dispatch_kernel(void *p) {
             meta_rows[j * a.K + k] = here ? int32_t(a.base[e] + a.pos[t * a.K + k]) : -1;
             meta_w[j * a.K + k] = a.w[t * a.K + k];
           }
+        }
+        region.put_rows(size_t(c0 * a.es), row_bytes, cnt, cb);
+        if (s == 0) {
+          region.put(a.pay_bytes, size_t(cnt * a.K) * sizeof(int32_t));
+          region.put(a.pay_bytes + size_t(a.chunk * a.K) * sizeof(int32_t),
+                     size_t(cnt * a.K) * sizeof(float));
         }
         tdist_fence();
         tdistx_notify_int64(slot(a.ready, a.me * a.S + s), int64_t(g) + 1, pe, TDIST_SIGNAL_SET);
@@ -440,8 +450,9 @@ void ht_combine_kernel(void *p) {
         const uint64_t g = a.sent[home] + uint64_t(c);
         if (g >= uint64_t(a.nbuf))
           tdist_int64_wait_until(slot(a.credit, home * a.S + s), TDIST_CMP_GE, int64_t(g) + 1 - a.nbuf);
-        auto *dst = static_cast<unsigned char *>(tdist_ptr(a.ring, home)) +
-                    (size_t(a.me) * a.nbuf + g % a.nbuf) * a.slot_bytes;
+        const PeerRegion region(a.ring + (size_t(a.me) * a.nbuf + g % a.nbuf) * a.slot_bytes, home,
+                                a.slot_bytes);
+        unsigned char *dst = region.data();
         const int64_t cnt = std::min(a.chunk, n - c * a.chunk);
         for (int64_t j = 0; j < cnt; ++j) {
           const int64_t tok = h.recv_base[size_t(home)] + c * a.chunk + j;
@@ -461,6 +472,7 @@ void ht_combine_kernel(void *p) {
                            [&](auto e) { store_row<decltype(e)>(dst + j * row_bytes, part.data(), c0, c1); });
           }
         }
+        region.put_rows(size_t(c0 * a.es), row_bytes, cnt, size_t((c1 - c0) * a.es));
         tdist_fence();
         tdistx_notify_int64(slot(a.ready, a.me * a.S + s), int64_t(g) + 1, home, TDIST_SIGNAL_SET);
       } else {
@@ -703,8 +715,8 @@ void ll_dispatch_kernel(void *p) {
   for (int i = 0; i < a.W; ++i) {
     const int pe = (a.me + 1 + i) % a.W;
     const int64_t n = a.status[0] ? 0 : a.n_send[pe];
-    auto *area =
-        static_cast<unsigned char *>(tdist_ptr(a.areas, pe)) + size_t(a.par * a.W + a.me) * a.area_bytes;
+    const PeerRegion region(a.areas + size_t(a.par * a.W + a.me) * a.area_bytes, pe, a.area_bytes);
+    unsigned char *area = region.data();
     auto *meta_j = reinterpret_cast<int32_t *>(area + a.pay_bytes);
     auto *meta_pos = meta_j + a.max_tokens * a.K;
     auto *meta_w = reinterpret_cast<float *>(meta_pos + a.max_tokens * a.K);
@@ -722,7 +734,12 @@ void ll_dispatch_kernel(void *p) {
     hdr[0] = n;
     for (int q = 0; q < 4; ++q) hdr[size_t(1 + q)] = a.status[q];
     for (int64_t j = 0; j < a.L; ++j) hdr[size_t(5 + j)] = a.status[0] ? 0 : a.expert_pairs[pe * a.L + j];
-    std::memcpy(tdist_ptr(a.hdrs + (a.par * a.W + a.me) * a.hdr, pe), hdr.data(), size_t(a.hdr) * 8);
+    region.put(0, size_t(n) * row_bytes);
+    const size_t meta = size_t(a.max_tokens * a.K) * sizeof(int32_t),
+                 used = size_t(n * a.K) * sizeof(int32_t);
+    for (size_t m = 0; m < 3; ++m) region.put(a.pay_bytes + m * meta, used);  // meta_j, meta_pos, meta_w
+    put_rows(reinterpret_cast<unsigned char *>(a.hdrs + (a.par * a.W + a.me) * a.hdr), 0,
+             reinterpret_cast<const unsigned char *>(hdr.data()), 0, 1, size_t(a.hdr) * 8, pe);
     tdist_fence();
     tdistx_notify_int64(slot(a.flags, a.par * a.W + a.me), a.epoch, pe, TDIST_SIGNAL_SET);
   }
@@ -750,8 +767,8 @@ void ll_combine_kernel(void *p) {
   std::vector<double> partd(a.dtype == DType::f64 ? size_t(a.H) : 0);
   for (int i = 0; i < a.W; ++i) {
     const int home = (a.me + 1 + i) % a.W;
-    auto *area =
-        static_cast<unsigned char *>(tdist_ptr(a.areas, home)) + size_t(a.par * a.W + a.me) * a.area_bytes;
+    const PeerRegion region(a.areas + size_t(a.par * a.W + a.me) * a.area_bytes, home, a.area_bytes);
+    unsigned char *area = region.data();
     for (int64_t j = 0; j < h.n_recv[size_t(home)]; ++j) {
       const int64_t tok = h.recv_base[size_t(home)] + j;
       std::fill(part.begin(), part.end(), 0.0f);
@@ -768,6 +785,7 @@ void ll_combine_kernel(void *p) {
         dispatch_dtype(a.dtype,
                        [&](auto e) { store_row<decltype(e)>(area + j * row_bytes, part.data(), 0, a.H); });
     }
+    region.put(0, size_t(h.n_recv[size_t(home)]) * row_bytes);
     tdist_fence();
     tdistx_notify_int64(slot(a.flags, a.par * a.W + a.me), a.epoch, home, TDIST_SIGNAL_SET);
   }

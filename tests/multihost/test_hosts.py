@@ -1,7 +1,8 @@
 """Jobs across test hosts (a network namespace and host name each, netns_hosts.py): the runtime's
-multi-process suite and the CPU kernels' on 2 hosts x 2 ranks and 3 hosts x 1 rank, peers on other hosts reached through
-the CPU backend's ROCE engine over UCX's TCP transport, the PEs of one host through shared memory;
-and a lost host: when one host's ranks are killed, the others fail within 30 s naming them."""
+multi-process suite, the CPU kernels' and the MoE kernels' on 2 hosts x 2 ranks and 3 hosts x 1
+rank, peers on other hosts reached through the CPU backend's ROCE engine over UCX's TCP transport,
+the PEs of one host through shared memory; and a lost host: when one host's ranks are killed, the
+others fail within 30 s naming them."""
 import os
 import re
 import signal
@@ -51,15 +52,17 @@ def _env():
     return e
 
 
-SUITES = {"runtime": "tests/tdist_mp_tests", "kernels": "tests/kernels/tdist_kernels_mp_tests"}
+SUITES = {"runtime": "tests/tdist_mp_tests", "kernels": "tests/kernels/tdist_kernels_mp_tests",
+          "moe": "tests/kernels/tdist_moe_mp_tests"}
 
 
 @skip
 @pytest.mark.parametrize("suite", sorted(SUITES))
 @pytest.mark.parametrize("layout", [(0, 0, 1, 1), (0, 1, 2)], ids=["2hosts-x2", "3hosts-x1"])
 def test_suite_across_hosts(layout, suite):
-    """The runtime's suite, and the CPU kernels' (all-to-all bulk / wait_notify / direct, the
-    all-reduces, AG+GEMM, GEMM+RS; the pipeline all-to-all is refused across hosts by name)."""
+    """The runtime's suite, the CPU kernels' (all-to-all bulk / wait_notify / direct, the
+    all-reduces, AG+GEMM, GEMM+RS; the pipeline all-to-all is refused across hosts by name), and
+    the MoE kernels' (dispatch and combine, both modes, dtypes, top-k, slices, bad input)."""
     binary = BUILD / SUITES[suite]
     if not binary.is_file():
         pytest.skip(f"{binary} not built")
