@@ -38,17 +38,38 @@ namespace {
 // linked: a job on one host never loads it, nor the memory hooks UCX installs into the process
 // when it loads. Every entry point the engine calls is looked up once, by name, in libucp (and
 // the libucs it brings); ucp_init is an inline wrapper of ucp_init_version in UCX's header.
-#define TDIST_UCX_FUNCS(X)                                                                               \
-  X(ucp_atomic_op_nbx)                                                                                   \
-  X(ucp_cleanup)                                                                                         \
-  X(ucp_config_read)                                                                                     \
-  X(ucp_config_release) X(ucp_ep_close_nbx) X(ucp_ep_create) X(ucp_ep_rkey_unpack) X(ucp_get_nbx)        \
-      X(ucp_init_version) X(ucp_mem_map) X(ucp_mem_unmap) X(ucp_put_nbx) X(ucp_request_cancel)           \
-          X(ucp_request_check_status) X(ucp_request_free) X(ucp_rkey_buffer_release) X(ucp_rkey_destroy) \
-              X(ucp_rkey_pack) X(ucp_worker_arm) X(ucp_worker_create) X(ucp_worker_destroy)              \
-                  X(ucp_worker_fence) X(ucp_worker_flush_nbx) X(ucp_worker_get_address)                  \
-                      X(ucp_worker_get_efd) X(ucp_worker_progress) X(ucp_worker_query)                   \
-                          X(ucp_worker_release_address) X(ucs_status_string)
+// clang-format off (one entry point per line; the formatter does not settle on this macro)
+#define TDIST_UCX_FUNCS(X)      \
+  X(ucp_atomic_op_nbx)          \
+  X(ucp_cleanup)                \
+  X(ucp_config_read)            \
+  X(ucp_config_release)         \
+  X(ucp_ep_close_nbx)           \
+  X(ucp_ep_create)              \
+  X(ucp_ep_rkey_unpack)         \
+  X(ucp_get_nbx)                \
+  X(ucp_init_version)           \
+  X(ucp_mem_map)                \
+  X(ucp_mem_unmap)              \
+  X(ucp_put_nbx)                \
+  X(ucp_request_cancel)         \
+  X(ucp_request_check_status)   \
+  X(ucp_request_free)           \
+  X(ucp_rkey_buffer_release)    \
+  X(ucp_rkey_destroy)           \
+  X(ucp_rkey_pack)              \
+  X(ucp_worker_arm)             \
+  X(ucp_worker_create)          \
+  X(ucp_worker_destroy)         \
+  X(ucp_worker_fence)           \
+  X(ucp_worker_flush_nbx)       \
+  X(ucp_worker_get_address)     \
+  X(ucp_worker_get_efd)         \
+  X(ucp_worker_progress)        \
+  X(ucp_worker_query)           \
+  X(ucp_worker_release_address) \
+  X(ucs_status_string)
+// clang-format on
 
 struct Ucx {
 #define TDIST_UCX_FIELD(f) decltype(&::f) f = nullptr;
