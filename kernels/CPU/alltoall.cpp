@@ -14,6 +14,7 @@ using detail::cdiv;
 using detail::copy_rows;
 using detail::notify_slot;
 using detail::put_rows;
+using detail::put_stable;
 using detail::slot;
 using detail::wait_slot;
 
@@ -147,7 +148,7 @@ void a2a_bulk_kernel(void *p) {
   if (role == 0 && roles.sender) {
     for (int target = lid; target < W; target += (nr > W ? W : nr)) {
       if (target == a.me) continue;
-      tdist_putmem(a.stage + a.me * slot_bytes, a.in + target * a.in_rank, size_t(seg), target);
+      put_stable(a.stage + a.me * slot_bytes, a.in + target * a.in_rank, size_t(seg), target);
     }
   }
   const int64_t self_tasks = a.nbd * a.H;
@@ -187,8 +188,8 @@ void a2a_wait_notify_kernel(void *p) {
         const int stride = nr > W ? W : nr;
         for (int target = lid; target < W; target += stride) {
           if (target == a.me) continue;
-          tdist_putmem(a.stage + a.me * slot_bytes + s0 * row, a.in + target * a.in_rank + s0 * a.in_s,
-                       size_t(rows * row), target);
+          put_stable(a.stage + a.me * slot_bytes + s0 * row, a.in + target * a.in_rank + s0 * a.in_s,
+                     size_t(rows * row), target);
         }
         for (int target = lid; target < W; target += stride)
           if (target != a.me) notify_slot(slot(a.sig, gs * W + a.me), 1, target);
@@ -232,11 +233,11 @@ void a2a_direct_kernel(void *p) {
     const unsigned char *src = a.in + target * a.in_rank + s0 * a.in_s;
     unsigned char *dst = a.out + a.me * a.out_rank + s0 * a.out_s;  // symmetric: target's copy is written
     if (heads_contiguous) {
-      put_rows(dst, a.out_s, src, a.in_s, rows, size_t(H * D * es), int(target), a.stream);
+      put_rows(dst, a.out_s, src, a.in_s, rows, size_t(H * D * es), int(target), a.stream, true);
     } else {
       for (int64_t h = 0; h < H; ++h)
         put_rows(dst + h * a.out_h, a.out_s, src + h * a.in_h, a.in_s, rows, size_t(D * es), int(target),
-                 a.stream);
+                 a.stream, true);
     }
   }
 }

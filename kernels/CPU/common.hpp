@@ -109,14 +109,16 @@ inline bool all_peers_mapped() {
 /** copy_rows into PE pe's copy of symmetric `dst_sym`: stores when it is mapped here, else one
  * engine put per row (one in all when the rows are contiguous on both sides). */
 inline void put_rows(unsigned char *dst_sym, int64_t dst_stride, const unsigned char *src, int64_t src_stride,
-                     int64_t rows, size_t nbytes, int pe, bool stream = false) {
+                     int64_t rows, size_t nbytes, int pe, bool stream = false, bool stable_src = false) {
+  // stable_src: `src` stays unchanged until the launch's closing quiet (a kernel's input), so the
+  // engine's puts may be posted (nbi) and overlap one another
+  auto put = stable_src ? tdist_putmem_nbi : tdist_putmem;
   if (unsigned char *d = mapped(dst_sym, pe)) {
     copy_rows(d, dst_stride, src, src_stride, rows, nbytes, stream);
   } else if (dst_stride == src_stride && int64_t(nbytes) == src_stride) {
-    tdist_putmem(dst_sym, src, nbytes * size_t(rows), pe);
+    put(dst_sym, src, nbytes * size_t(rows), pe);
   } else {
-    for (int64_t i = 0; i < rows; ++i)
-      tdist_putmem(dst_sym + i * dst_stride, src + i * src_stride, nbytes, pe);
+    for (int64_t i = 0; i < rows; ++i) put(dst_sym + i * dst_stride, src + i * src_stride, nbytes, pe);
   }
 }
 
@@ -150,6 +152,16 @@ class PeerRegion {
   unsigned char *p_;
   std::vector<unsigned char> stage_;
 };
+
+/** tdist_putmem of a source that stays unchanged until the launch's closing quiet (a kernel's
+ * input): to a PE behind the ROCE engine it is posted (nbi), so that puts to several peers
+ * overlap; to a mapped PE it is the blocking copy (its signal may follow without a quiet). */
+inline void put_stable(void *dst_sym, const void *src, size_t n, int pe) {
+  if (mapped(dst_sym, pe))
+    tdist_putmem(dst_sym, src, n, pe);
+  else
+    tdist_putmem_nbi(dst_sym, src, n, pe);
+}
 
 /** `n` bytes of PE pe's copy of symmetric `src_sym` into local `dst`. */
 inline void get_bytes(unsigned char *dst, const unsigned char *src_sym, size_t n, int pe) {

@@ -137,8 +137,11 @@ Where where(const void *addr, int pe, size_t n = 1) {
   return {p};
 }
 
-// A signal word of PE pe updated through the ROCE engine: add, or set.
+// A signal word of PE pe updated through the ROCE engine: add, or set. A release, as a local
+// notify is: the engine's fence first, so that a peer that sees the signal sees this PE's earlier
+// puts to it.
 void remote_signal(int pe, uint64_t off, uint64_t v, int op) {
+  g_ucx->fence();
   if (op == TDIST_SIGNAL_ADD)
     g_ucx->atomic_add(pe, off, v);
   else
@@ -278,8 +281,9 @@ void *tdist_ptr(const void *addr, int pe) {
 TDIST_FOR_EACH_RMA_TYPE(TDIST_DEFINE_PG)
 #undef TDIST_DEFINE_PG
 
-// Through the ROCE engine the _nbi forms complete before they return (allowed: completion by the
-// next quiet is the latest it may happen).
+// Through the ROCE engine putmem_nbi is posted (the source must stay as it is until the next quiet,
+// as SHMEM's nbi forms say); getmem_nbi completes before it returns (allowed: the next quiet is the
+// latest it may complete).
 void tdist_putmem(void *dst, const void *src, size_t n, int pe) {
   if (!local_ok(src, n, pe, "from")) return;
   Where w = where(dst, pe, n);
@@ -300,7 +304,7 @@ void tdist_putmem_nbi(void *dst, const void *src, size_t n, int pe) {
   if (!local_ok(src, n, pe, "from")) return;
   Where w = where(dst, pe, n);
   if (w.remote)
-    g_ucx->put(pe, w.off, src, n);
+    g_ucx->put_nbi(pe, w.off, src, n);
   else
     copy_checked(w.ptr, src, n, true, pe);
 }

@@ -218,6 +218,15 @@ class Engine final : public UcxEngine {
     return wait(ucx().ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
                 "put", pe, off);
   }
+  bool put_nbi(int pe, uint64_t off, const void *src, size_t n) override {
+    auto *op = new Posted{pe, off, "put"};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.send = &posted_done;
+    p.user_data = op;
+    return post(ucx().ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+                op);
+  }
   bool get(int pe, uint64_t off, void *dst, size_t n) override {
     ucp_request_param_t p{};
     return wait(ucx().ucp_get_nbx(eps_[size_t(pe)], dst, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
@@ -231,23 +240,17 @@ class Engine final : public UcxEngine {
   // signal. Its operand and reply live with the request; the callback frees them and records a
   // failure; quiet's flush completes it, as every posted operation.
   bool atomic_set(int pe, uint64_t off, uint64_t v) override {
-    auto *op = new PostedSet{v, 0, pe, off};
+    auto *op = new Posted{pe, off, "atomic set", v, 0};
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER |
                      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.datatype = ucp_dt_make_contig(sizeof(uint64_t));
     p.reply_buffer = &op->reply;
-    p.cb.send = &set_done;
+    p.cb.send = &posted_done;
     p.user_data = op;
-    ucs_status_ptr_t r = ucx().ucp_atomic_op_nbx(eps_[size_t(pe)], UCP_ATOMIC_OP_SWAP, &op->value, 1,
-                                                 bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p);
-    if (UCS_PTR_IS_PTR(r)) return true;  // in flight: set_done finishes it
-    delete op;
-    if (r == nullptr) return true;  // done at once
-    record_fault(TDIST_ERR_SMEM, pe, off, 0, 0, -1,
-                 strfmt("the ROCE engine's atomic set to PE %d failed: %s", pe,
-                        ucx().ucs_status_string(UCS_PTR_STATUS(r))));
-    return false;
+    return post(ucx().ucp_atomic_op_nbx(eps_[size_t(pe)], UCP_ATOMIC_OP_SWAP, &op->value, 1,
+                                        bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+                op);
   }
   void fence() override {
     if (worker_) ucx().ucp_worker_fence(worker_);
@@ -345,19 +348,35 @@ class Engine final : public UcxEngine {
     }
   }
 
-  struct PostedSet {
-    uint64_t value, reply;
+  // A posted operation: what its callback needs (and a swap's operand and reply, which must live
+  // as long as the request).
+  struct Posted {
     int pe;
     uint64_t off;
+    const char *what;
+    uint64_t value = 0, reply = 0;
   };
-  static void set_done(void *request, ucs_status_t st, void *user) {
-    auto *op = static_cast<PostedSet *>(user);
+  static void posted_done(void *request, ucs_status_t st, void *user) {
+    auto *op = static_cast<Posted *>(user);
     if (st != UCS_OK)
       record_fault(
           TDIST_ERR_SMEM, op->pe, op->off, 0, 0, -1,
-          strfmt("the ROCE engine's atomic set to PE %d failed: %s", op->pe, ucx().ucs_status_string(st)));
+          strfmt("the ROCE engine's %s to PE %d failed: %s", op->what, op->pe, ucx().ucs_status_string(st)));
     ucx().ucp_request_free(request);
     delete op;
+  }
+  // After posting `op`: in flight (posted_done finishes it), done at once, or failed at once.
+  bool post(ucs_status_ptr_t r, Posted *op) {
+    if (UCS_PTR_IS_PTR(r)) return true;
+    const int pe = op->pe;
+    const uint64_t off = op->off;
+    const char *what = op->what;
+    delete op;
+    if (r == nullptr) return true;
+    record_fault(TDIST_ERR_SMEM, pe, off, 0, 0, -1,
+                 strfmt("the ROCE engine's %s to PE %d failed: %s", what, pe,
+                        ucx().ucs_status_string(UCS_PTR_STATUS(r))));
+    return false;
   }
 
   bool amo(ucp_atomic_op_t op, int pe, uint64_t off, uint64_t v, uint64_t *fetched, const char *what) {

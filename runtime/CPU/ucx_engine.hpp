@@ -33,6 +33,9 @@ class UcxEngine {
   // Blocking forms: return when the local buffer may be reused (put) or holds the data (get).
   virtual bool put(int pe, uint64_t off, const void *src, size_t n) = 0;
   virtual bool get(int pe, uint64_t off, void *dst, size_t n) = 0;
+  // Posted put: returns at once; `src` must stay unchanged until the next quiet, which completes
+  // it (a failure is recorded as a fault naming the PE).
+  virtual bool put_nbi(int pe, uint64_t off, const void *src, size_t n) = 0;
   // 64-bit atomics on PE pe's heap word at `off`: add or set (swap); `fetched` gets the old value
   // when not null (a fetching operation then).
   virtual bool atomic_add(int pe, uint64_t off, uint64_t v, uint64_t *fetched = nullptr) = 0;
