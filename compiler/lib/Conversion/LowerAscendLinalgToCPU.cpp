@@ -179,6 +179,28 @@ std::optional<arith::AtomicRMWKind> atomicKind(StringRef kind, Type t) {
   return std::nullopt;
 }
 
+/// Builds at `b` a loop nest over every element of memref `m` (scf.for from 0 to each dimension)
+/// and calls `body` innermost with the element's indices.
+void forEachElement(OpBuilder &b, Location loc, Value m,
+                    llvm::function_ref<void(OpBuilder &, ValueRange)> body) {
+  const int64_t rank = cast<MemRefType>(m.getType()).getRank();
+  SmallVector<Value> ivs;
+  std::function<void(OpBuilder &, int64_t)> nest = [&](OpBuilder &bb, int64_t d) {
+    if (d == rank) return body(bb, ivs);
+    Value lb = arith::ConstantIndexOp::create(bb, loc, 0);
+    Value ub = memref::DimOp::create(bb, loc, m, d);
+    Value one = arith::ConstantIndexOp::create(bb, loc, 1);
+    scf::ForOp::create(bb, loc, lb, ub, one, ValueRange{},
+                       [&](OpBuilder &ib, Location, Value iv, ValueRange) {
+                         ivs.push_back(iv);
+                         nest(ib, d + 1);
+                         ivs.pop_back();
+                         scf::YieldOp::create(ib, loc);
+                       });
+  };
+  nest(b, 0);
+}
+
 /// triton-ascend 3.2 writes `tl.atomic_*(ptr, val)` as
 ///   memref.copy %dst, %old                     (the value returned to the kernel)
 ///   linalg.generic {GenericAtomicRMW = "add", MemSemantic, MemSyncScope}
@@ -224,26 +246,11 @@ LogicalResult lowerAtomicGeneric(linalg::GenericOp op) {
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  SmallVector<Value> ivs;
-  std::function<void(OpBuilder &, int64_t)> nest = [&](OpBuilder &bb, int64_t d) {
-    if (d == dstType.getRank()) {
-      Value v = memref::LoadOp::create(bb, loc, val, ivs);
-      Value old = memref::AtomicRMWOp::create(bb, loc, *kind, v, dst, ivs);
-      if (fetch) memref::StoreOp::create(bb, loc, old, fetch.getTarget(), ivs);
-      return;
-    }
-    Value lb = arith::ConstantIndexOp::create(bb, loc, 0);
-    Value ub = memref::DimOp::create(bb, loc, dst, d);
-    Value one = arith::ConstantIndexOp::create(bb, loc, 1);
-    scf::ForOp::create(bb, loc, lb, ub, one, ValueRange{},
-                       [&](OpBuilder &ib, Location, Value iv, ValueRange) {
-                         ivs.push_back(iv);
-                         nest(ib, d + 1);
-                         ivs.pop_back();
-                         scf::YieldOp::create(ib, loc);
-                       });
-  };
-  nest(b, 0);
+  forEachElement(b, loc, dst, [&](OpBuilder &bb, ValueRange ivs) {
+    Value v = memref::LoadOp::create(bb, loc, val, ivs);
+    Value old = memref::AtomicRMWOp::create(bb, loc, *kind, v, dst, ivs);
+    if (fetch) memref::StoreOp::create(bb, loc, old, fetch.getTarget(), ivs);
+  });
   if (fetch) fetch->erase();
   op->erase();
   return success();
@@ -280,32 +287,14 @@ bool lowerMaskedStore(bufferization::MaterializeInDestinationOp op) {
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  SmallVector<Value> ivs;
-  auto storeAt = [&](OpBuilder &bb) {
-    Value v = tensor::ExtractOp::create(bb, loc, value, ivs);
-    memref::StoreOp::create(bb, loc, v, dst, ivs);
-  };
-  std::function<void(OpBuilder &, int64_t)> nest = [&](OpBuilder &bb, int64_t d) {
-    if (d == dstType.getRank()) {
-      Value m = tensor::ExtractOp::create(bb, loc, mask, ivs);
-      scf::IfOp::create(bb, loc, m, [&](OpBuilder &ib, Location) {
-        storeAt(ib);
-        scf::YieldOp::create(ib, loc);
-      });
-      return;
-    }
-    Value lb = arith::ConstantIndexOp::create(bb, loc, 0);
-    Value ub = memref::DimOp::create(bb, loc, dst, d);
-    Value one = arith::ConstantIndexOp::create(bb, loc, 1);
-    scf::ForOp::create(bb, loc, lb, ub, one, ValueRange{},
-                       [&](OpBuilder &ib, Location, Value iv, ValueRange) {
-                         ivs.push_back(iv);
-                         nest(ib, d + 1);
-                         ivs.pop_back();
-                         scf::YieldOp::create(ib, loc);
-                       });
-  };
-  nest(b, 0);
+  forEachElement(b, loc, dst, [&](OpBuilder &bb, ValueRange ivs) {
+    Value m = tensor::ExtractOp::create(bb, loc, mask, ivs);
+    scf::IfOp::create(bb, loc, m, [&](OpBuilder &ib, Location) {
+      Value v = tensor::ExtractOp::create(ib, loc, value, ivs);
+      memref::StoreOp::create(ib, loc, v, dst, ivs);
+      scf::YieldOp::create(ib, loc);
+    });
+  });
   op->erase();
   sel->erase();
   old->erase();
