@@ -165,14 +165,14 @@ def _after_init(group=None):
     _torch_group = group
     _world_size = tdist.n_pes()
     tdist.on_finalize(_on_finalize)
+    if on_cuda():
+        from triton_dist import hook
+        hook.install()  # importing triton_dist installed it already; this covers a caller that did not
 
 
 def _on_finalize():
     global _torch_group, _world_size
     _torch_group, _world_size = None, 0
-    if on_cuda():
-        from triton_dist import hook
-        hook.install()
 
 
 def aclshmem_finalize():

@@ -54,5 +54,16 @@ def _alias_cann_extension():
         sys.meta_path.insert(0, _ImportAlias())  # before the path finder, which would load the file twice
 
 
+def _install_module_hook():
+    # On stock Triton every module Triton loads from now on goes to tdist's CUDA runtime, which
+    # patches those that use dl.* (triton_dist.hook); triton-ascend has no such hook and needs none.
+    from . import ascend
+    import triton
+    if not ascend.triton_is_ascend() and hasattr(getattr(triton, "knobs", None), "runtime"):
+        from . import hook
+        hook.install()
+
+
 _insert_into_triton_ascend()
 _alias_cann_extension()
+_install_module_hook()

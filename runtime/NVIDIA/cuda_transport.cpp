@@ -443,9 +443,14 @@ TDIST_EXPORT int tdist_cuda_register_module(void *cu_module) {
   return c_boundary("tdist_cuda_register_module", [&] {
     TDIST_CHECK(cu_module, TDIST_ERR_INVALID_PARAM, "cu_module is NULL");
     std::string why;
-    TDIST_CHECK(cu::driver(&why), TDIST_ERR_NOT_SUPPORTED, "CUDA unavailable: %s", why.c_str());
-    std::lock_guard<std::mutex> g(g_mu);
+    const auto *drv = cu::driver(&why);
+    TDIST_CHECK(drv, TDIST_ERR_NOT_SUPPORTED, "CUDA unavailable: %s", why.c_str());
     CUmodule m = static_cast<CUmodule>(cu_module);
+    CUdeviceptr sym = 0;
+    size_t sz = 0;
+    // A module without the state global calls no dl.* primitive: nothing to patch, nothing to keep.
+    if (drv->cuModuleGetGlobal(&sym, &sz, m, kStateSymbol) == CUDA_ERROR_NOT_FOUND) return;
+    std::lock_guard<std::mutex> g(g_mu);
     if (std::find(g_modules.begin(), g_modules.end(), m) == g_modules.end()) g_modules.push_back(m);
     if (g_active && g_active->dstate()) {
       g_active->make_current();
@@ -458,7 +463,17 @@ TDIST_EXPORT int tdist_cuda_unregister_module(void *cu_module) {
   return c_boundary("tdist_cuda_unregister_module", [&] {
     std::lock_guard<std::mutex> g(g_mu);
     auto it = std::find(g_modules.begin(), g_modules.end(), static_cast<CUmodule>(cu_module));
-    TDIST_CHECK(it != g_modules.end(), TDIST_ERR_INVALID_PARAM, "module %p was not registered", cu_module);
+    if (it == g_modules.end()) {
+      // Registration keeps only modules with the state global; one without it was never kept.
+      const auto *drv = cu::driver();
+      CUdeviceptr sym = 0;
+      size_t sz = 0;
+      const bool ours = cu_module && drv &&
+                        drv->cuModuleGetGlobal(&sym, &sz, static_cast<CUmodule>(cu_module), kStateSymbol) !=
+                            CUDA_ERROR_NOT_FOUND;
+      TDIST_CHECK(!ours, TDIST_ERR_INVALID_PARAM, "module %p was not registered", cu_module);
+      return;
+    }
     g_modules.erase(it);
   });
 }

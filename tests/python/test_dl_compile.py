@@ -202,3 +202,21 @@ def test_real_bitcode_links(compile_ptx_real):
     b = body(compile_ptx_real(producer_consumer, SIG, {"N": 256}))
     assert "tdisti_device_state" in b
     assert not re.search(r"call\.uni[^;]*tdist", b)
+
+
+def test_import_installs_the_module_hook_for_plain_triton_jit():
+    # A kernel decorated with plain @triton.jit gets tdist's device state only through the load hook:
+    # importing triton_dist (which every dl.* kernel does) must install it, before any tdist init, and
+    # the hook must hand the loaded module to the runtime whether or not tdist is initialised yet.
+    from triton_dist import hook
+    assert hook.installed(), "importing triton_dist did not add its kernel_load_end_hook"
+    seen = []
+    import tdist
+    real = tdist.cuda_register_module, tdist.cuda_available
+    try:
+        tdist.cuda_register_module, tdist.cuda_available = seen.append, lambda: True
+        triton.knobs.runtime.kernel_load_end_hook(0x1234, 0x5678, "k", None, "h")
+        hook._on_load(None, None, "k", None, "h")  # nothing loaded: nothing registered
+    finally:
+        tdist.cuda_register_module, tdist.cuda_available = real
+    assert seen == [0x1234] and not tdist.initialized()

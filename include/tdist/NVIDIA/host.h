@@ -35,8 +35,8 @@ TDIST_EXPORT int tdist_cuda_device(void);
 /** Register a loaded module (CUmodule) that links the device library: its `tdisti_device_state`
  *  global is patched now if tdist is initialised, and again whenever the state moves. This is
  *  what Triton's kernel_load_end_hook calls (the seed's GPU "patching"). A module without the
- *  global is accepted and ignored (returns TDIST_SUCCESS, nothing to patch). Call
- *  tdist_cuda_unregister_module before unloading the module. */
+ *  global is accepted and not kept (returns TDIST_SUCCESS, nothing to patch; unregistering it
+ *  succeeds too). Call tdist_cuda_unregister_module before unloading the module. */
 TDIST_EXPORT int tdist_cuda_register_module(void *cu_module);
 TDIST_EXPORT int tdist_cuda_unregister_module(void *cu_module);
 
