@@ -20,8 +20,9 @@ Forms (``ops.AG_GEMM_IMPLS``; ``ops`` picks one for "auto" by placement):
         chunk has landed;
       * a persistent GEMM grid walks the output tiles in swizzled order: tile 0 holds the rank's
         own first row, so each rank starts on local data (read straight from ``a``, no wait) while
-        the peers' rows arrive; a tile of other rows first waits (``dl.wait``) for the chunks of its
-        first and last rows, then reads the gather buffer through ``dl.consume_token``.
+        the peers' rows arrive; a tile of other rows first waits (``dl.wait``) for every chunk it
+        reads (a consecutive range of slots), then reads the gather buffer through
+        ``dl.consume_token``.
     The copies are asked to run on a copy engine and the signals are stream memory operations, but
     the driver only takes the copy-engine request as a hint: a device-to-device copy may run as an
     SM kernel. The grid therefore leaves SMs free (``ag_gemm_grid``): waiting GEMM programs can
@@ -76,15 +77,17 @@ def ag_gemm_kernel(
         # A tile of other ranks' rows waits for their chunk signals; the own rows are read in place.
         # Only a token leaves the if, and the own rows are addressed as an offset from the gather
         # buffer: a pointer that leaves an if/else crashes triton-ascend 3.2's triton-to-unstructure.
+        # Slot (s, c) = s * n_chunks + c is monotone in the row and steps by at most one from a row to
+        # the next, so the chunks the tile reads are exactly the slots first..last, consecutive: one
+        # wait on all of them. (With M or the last chunk shorter than BLOCK_M a tile reads more than
+        # the chunks of its first and last rows: a whole rank in between, or a source's short tail.)
         tok = rank * 0
         if own == 0:
             src0 = row0 // M
             src1 = last // M
-            tok1 = dl.wait(sig_ptr + (src0 * n_chunks + (row0 - src0 * M) // CHUNK_M) * SIG, 1, "gpu", "acquire",
-                           waitValue=1)
-            tok2 = dl.wait(sig_ptr + (src1 * n_chunks + (last - src1 * M) // CHUNK_M) * SIG, 1, "gpu",
-                           "acquire", waitValue=1)
-            tok = tok1 | tok2
+            first = src0 * n_chunks + (row0 - src0 * M) // CHUNK_M
+            final = src1 * n_chunks + (last - src1 * M) // CHUNK_M
+            tok = dl.wait(sig_ptr + first * SIG, final - first + 1, "gpu", "acquire", waitValue=1, slot_stride=SIG)
         g = dl.consume_token(gather_ptr, tok)
         own64 = own.to(tl.int64)
         # elements from the gather buffer to a (both 16-byte aligned, so a multiple of 16 bytes)

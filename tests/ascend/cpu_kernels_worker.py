@@ -278,12 +278,26 @@ GEMM_RTOL = 1e-5
 GEMM_CFG = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=2)
 
 
+# (M, K, N, chunk): with BLOCK_M = 16 a tile straddles two ranks' rows and three chunks per rank; a
+# rank's short last chunk (12 = 8 + 4) puts three slots under one tile; M = 6 < BLOCK_M puts a whole
+# rank between a tile's first and last rows (from 3 ranks on)
+AG_CASES = ((24, 40, 40, 8), (12, 40, 24, 8), (6, 24, 40, 8))
+AG_LATE_S = 0.25  # in each call one source rank puts its last chunk this late
+
+
 def op_ag_gemm(ctx):
+    for case in AG_CASES:
+        bad = ag_gemm_case(ctx, *case)
+        if bad:
+            return f"M={case[0]} chunk={case[3]}: {bad}"
+    return None
+
+
+def ag_gemm_case(ctx, M, K, N, chunk):
     from tdist_kernels import ag_gemm as ag, ops
     from tdist_kernels._common import SIG_ELEMS
-    op = "ag_gemm"
+    op = f"ag_gemm{M}"
     W, me = ctx.world, ctx.rank
-    M, K, N, chunk = 24, 40, 40, 8  # BLOCK_M = 16: tiles straddle two ranks' rows; 3 chunks per rank
     n_chunks = cdiv(M, chunk)
     gather = ctx.sym([W * M, K], "float32")
     sig = ctx.sym([ag.ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], "int64")
@@ -302,6 +316,8 @@ def op_ag_gemm(ctx):
 
         def puts():  # the side stream: chunk by chunk, the own buffer first, then rank + 1, ...
             for c in range(n_chunks):
+                if c == n_chunks - 1 and me == call % W:
+                    time.sleep(AG_LATE_S)  # a tile that reads this chunk without waiting for it reads NaN
                 r0 = c * chunk
                 rows = min(chunk, M - r0)
                 for j in range(W):

@@ -29,6 +29,7 @@ DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 # relative-norm tolerances where arithmetic happens (fp32 GEMMs use tf32 tensor cores)
 GEMM_TOL = {torch.float16: 5e-3, torch.bfloat16: 2e-2, torch.float32: 5e-3}
 AR_TOL = {torch.float16: 2e-3, torch.bfloat16: 1.5e-2, torch.float32: 1e-6}
+LATE_CYCLES = 20_000_000  # torch.cuda._sleep before a late rank's call: about 10 ms at the H200's clock
 
 
 def check(name, cond, detail=""):
@@ -262,16 +263,24 @@ def scenario_gemm(seed, me, W):
             b = gen(seed, 99, tag + "b", (K, N), dt).cuda()
             ag = torch.cat([gen(seed, r, tag, (M, K), dt) for r in range(W)])
             ref = ag.double() @ b.cpu().double()
+            # a third call with new rows, one rank late: a tile that reads its rows before their signal
+            # computes with the last call's. Rank W // 2: at 8 ranks and M = 100 it is the whole rank
+            # in the middle of the tile of rows 384..511 (BLOCK_M = 128).
+            a_late = gen(seed, me, tag + "late", (M, K), dt).cuda()
+            ag_late = torch.cat([gen(seed, r, tag + "late", (M, K), dt) for r in range(W)])
+            ref_late = ag_late.double() @ b.cpu().double()
             for impl, ns in OVERLAP_FORMS(ops.AG_GEMM_IMPLS):
                 e = 0.0
-                for it in range(2):  # the second call checks the signal reset
+                for it in range(3):  # the second call checks the signal reset
                     out = poisoned((W * M, N), dt)
                     kw = {"chunk_m": 128 if M > 256 else None} if impl == "triton" else {"gemm_streams": ns}
                     if impl in ("auto", "cublas_whole"):
                         kw = {}
-                    ops.ag_gemm(a, b, out=out, impl=impl, **kw)
+                    if it == 2 and me == W // 2:
+                        torch.cuda._sleep(LATE_CYCLES)
+                    ops.ag_gemm(a if it < 2 else a_late, b, out=out, impl=impl, **kw)
                     torch.cuda.synchronize()
-                    e = max(e, rel_err(out, ref))
+                    e = max(e, rel_err(out, ref if it < 2 else ref_late))
                 check(f"ag_gemm {impl} streams={ns} M={M} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
             # GEMM + RS: M rows in total, each rank gets M / W
             Mr = M * W if M % W else M
