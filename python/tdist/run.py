@@ -10,6 +10,19 @@ host, torchrun's multi-node way: host h starts ranks h * N .. h * N + N - 1; eve
 NODE_RANK, MASTER_ADDR and MASTER_PORT in the environment are the defaults. A host's launcher stops
 its ranks when one fails; the other hosts' ranks see them lost and fail naming them.
 
+Or one command for all hosts, mpirun's way:
+
+    tdist-run --hosts h1:2,h2:2 [--rsh 'ssh -o BatchMode=yes {host}'] [--env NAME[=VALUE]] -- command ...
+
+starts one tdist-run per host through the remote shell (``--rsh``, default ``$TDIST_RSH`` or ssh:
+a command prefix that runs one shell command string on ``{host}``, appended as its last argument),
+in the same directory, with the same Python and launcher path (a shared or identical install, as
+mpirun assumes). Host i runs the next ``n_i`` ranks (counts may differ); host 0 (the first named,
+or ``--master-addr``) serves the store. The store secret travels on the remote shell's stdin, never
+on a command line; the other ``TDIST_*`` variables and those named by ``--env`` are set on every
+host. When one host's launcher fails, the others get ``--host-grace`` seconds (default 30) to
+report their lost peers and end, then are stopped; tdist-run exits with the first failure's status.
+
 Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (tdist's
 store listens on MASTER_PORT + 1, torch's on MASTER_PORT), TDIST_WAIT_TIMEOUT_MS when given, and
 TDIST_STORE_SECRET: a fresh random secret per job (unless the environment already has one), so a
@@ -99,9 +112,144 @@ def count_gpus():
         return 0
 
 
+def parse_hosts(spec):
+    """[(host, n)] of "h1:2,h2:2" (a host without ":n" runs one rank); ValueError naming the entry."""
+    hosts = []
+    for item in spec.split(","):
+        name, _, n = item.strip().rpartition(":") if ":" in item else (item.strip(), "", "1")
+        if not name or not n.isdigit() or int(n) < 1:
+            raise ValueError(f"--hosts: {item.strip()!r} is not HOST:N with N >= 1")
+        hosts.append((name, int(n)))
+    if not hosts:
+        raise ValueError("--hosts: no host given")
+    return hosts
+
+
+def forwarded_env(names):
+    """The variables every host gets: each TDIST_* of this environment but the secret, and
+    ``--env`` NAME (this environment's value) or NAME=VALUE."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("TDIST_") and k != "TDIST_STORE_SECRET"}
+    for item in names:
+        k, eq, v = item.partition("=")
+        if not k.isidentifier():
+            raise ValueError(f"--env: {item!r} is not NAME or NAME=VALUE")
+        if k == "TDIST_STORE_SECRET":
+            raise ValueError("--env: TDIST_STORE_SECRET is passed on the remote shell's stdin, not by --env")
+        if eq:
+            env[k] = v
+        elif k in os.environ:
+            env[k] = os.environ[k]
+        else:
+            raise ValueError(f"--env: {k} is not set here")
+    return env
+
+
+def host_command(a, cmd, h, hosts, master, port, env):
+    """The shell command string host ``h`` runs: read the secret from stdin, then this launcher for
+    its ranks."""
+    import shlex
+    n = hosts[h][1]
+    launcher = [sys.executable, os.path.realpath(__file__), "-n", str(n), "--nnodes", str(len(hosts)),
+                "--node-rank", str(h), "--first-rank", str(sum(c for _, c in hosts[:h])),
+                "--world-size", str(sum(c for _, c in hosts)), "--master-addr", master, "--master-port", str(port),
+                "--grace", str(a.grace), "--mps", a.mps]
+    if a.timeout:
+        launcher += ["--timeout", str(a.timeout)]
+    if a.wait_timeout_ms is not None:
+        launcher += ["--wait-timeout-ms", str(a.wait_timeout_ms)]
+    assigns = [f"{k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+    return ("IFS= read -r TDIST_STORE_SECRET && export TDIST_STORE_SECRET && cd " + shlex.quote(os.getcwd()) +
+            " && exec env " + " ".join(assigns + [shlex.join(launcher + ["--"] + list(cmd))]))
+
+
+def run_hosts(a, cmd, ap):
+    """--hosts: one launcher per host through the remote shell; returns the exit status."""
+    import shlex
+    try:
+        hosts = parse_hosts(a.hosts)
+        env = forwarded_env(a.env)
+    except ValueError as e:
+        ap.error(str(e))
+    rsh = a.rsh or os.environ.get("TDIST_RSH") or "ssh -o BatchMode=yes {host}"
+    if "{host}" not in rsh:
+        ap.error(f"--rsh must name the host as {{host}}, got {rsh!r}")
+    master = a.master_addr or hosts[0][0]
+    port = a.master_port or random.randint(20000, 59999)
+    secret = os.environ.get("TDIST_STORE_SECRET") or secrets.token_hex(32)
+    procs = []
+    for h, (name, _) in enumerate(hosts):
+        argv = [part.replace("{host}", name) for part in shlex.split(rsh)]
+        argv.append(host_command(a, cmd, h, hosts, master, port, env))
+        try:
+            p = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
+        except OSError as e:
+            for q in procs:
+                os.killpg(q.pid, signal.SIGKILL)
+            sys.exit(f"tdist-run: cannot start the remote shell {argv[0]!r} for host {name}: {e}")
+        try:
+            p.stdin.write((secret + "\n").encode())
+            p.stdin.close()
+        except OSError:
+            pass  # the remote shell exited at once: its status says why
+        procs.append(p)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+    def stop(sig):
+        for q in procs:
+            if q.poll() is None:
+                try:
+                    os.killpg(q.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    state = {"status": 0, "failed_at": None}
+
+    def note_failure():
+        """The first host whose launcher failed: name it once and keep its status."""
+        bad = [(h, q.returncode) for h, q in enumerate(procs) if q.returncode not in (None, 0)]
+        if bad and state["failed_at"] is None:
+            h, code = bad[0]
+            why = f"signal {-code}" if code < 0 else f"code {code}"
+            more = " (the remote shell could not run it there)" if code == 255 else ""
+            rest = f"; the other hosts get {a.host_grace:g} s to end" if len(procs) > 1 else ""
+            print(f"tdist-run: host {h} ({hosts[h][0]}) failed ({why}){more}{rest}", file=sys.stderr)
+            state["status"], state["failed_at"] = (128 - code if code < 0 else code), time.monotonic()
+
+    start = time.monotonic()
+    backstop = a.timeout + a.host_grace + a.grace if a.timeout else 0
+    try:
+        while [q.poll() for q in procs].count(None):  # poll every host (any() would stop at the first)
+            note_failure()
+            if state["failed_at"] is not None and time.monotonic() - state["failed_at"] > a.host_grace:
+                print("tdist-run: stopping the hosts still running", file=sys.stderr)
+                break
+            if backstop and time.monotonic() - start > backstop:
+                print(f"tdist-run: the hosts did not end within --timeout {a.timeout:g} s; stopping them",
+                      file=sys.stderr)
+                state["status"] = state["status"] or 124
+                break
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        state["status"] = state["status"] or 130
+    if any(q.poll() is None for q in procs):
+        stop(signal.SIGTERM)
+        deadline = time.monotonic() + a.grace
+        while [q.poll() for q in procs].count(None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop(signal.SIGKILL)
+    for q in procs:
+        q.wait()
+    note_failure()
+    return state["status"]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="tdist-run", description=__doc__.split("\n\n")[0])
-    ap.add_argument("-n", "--nranks", type=int, required=True, help="number of local ranks")
+    ap.add_argument("-n", "--nranks", type=int, default=None, help="number of local ranks")
     ap.add_argument("--timeout", type=float, default=0, help="stop the job after S seconds (0: never)")
     ap.add_argument("--wait-timeout-ms", type=int, default=None,
                     help="bound every device-side wait (sets TDIST_WAIT_TIMEOUT_MS)")
@@ -116,11 +264,29 @@ def main(argv=None):
                          "node_rank * n .. node_rank * n + n - 1")
     ap.add_argument("--master-addr", default=os.environ.get("MASTER_ADDR") if os.environ.get("NNODES") else None,
                     help="address of host 0 (rank 0 serves the store there); needed with --nnodes > 1")
+    ap.add_argument("--first-rank", type=int, default=None,
+                    help="global rank of this host's first rank (default node_rank * n; hosts with other counts)")
+    ap.add_argument("--world-size", type=int, default=None, help="ranks of the whole job (default nnodes * n)")
+    ap.add_argument("--hosts", default=None, help="HOST:N,HOST:N,...: start the job on these hosts (remote shell)")
+    ap.add_argument("--rsh", default=None, help="with --hosts: the remote shell prefix, {host} replaced "
+                    "(default $TDIST_RSH or 'ssh -o BatchMode=yes {host}')")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
+                    help="with --hosts: also set this variable on every host (repeatable)")
+    ap.add_argument("--host-grace", type=float, default=30.0,
+                    help="with --hosts: seconds the other hosts get after one fails, before they are stopped")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
     if not cmd:
         ap.error("no command given (tdist-run -n N -- command ...)")
+    if a.hosts is not None:
+        if a.nranks is not None or a.nnodes != 1 or a.node_rank != 0 or a.first_rank is not None or \
+                a.world_size is not None:
+            ap.error("--hosts gives every host's rank count: it does not go with -n, --nnodes, --node-rank, "
+                     "--first-rank or --world-size")
+        sys.exit(run_hosts(a, cmd, ap))
+    if a.nranks is None:
+        ap.error("-n N (local ranks) or --hosts HOST:N,... is required")
     if a.nranks < 1:
         ap.error(f"-n must be >= 1 (got {a.nranks})")
 
@@ -141,7 +307,10 @@ def main(argv=None):
                      "the job's ranks can join its store")
     port = a.master_port or pick_ports()
     secret = os.environ.get("TDIST_STORE_SECRET") or secrets.token_hex(32)
-    base, world = a.node_rank * a.nranks, a.nnodes * a.nranks
+    base = a.node_rank * a.nranks if a.first_rank is None else a.first_rank
+    world = a.nnodes * a.nranks if a.world_size is None else a.world_size
+    if base < 0 or base + a.nranks > world:
+        ap.error(f"ranks {base} .. {base + a.nranks - 1} of this host do not fit in a job of {world}")
     master = a.master_addr if multi else "127.0.0.1"
     mps = None
     if a.mps != "off":

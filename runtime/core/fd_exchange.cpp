@@ -78,6 +78,9 @@ std::vector<int> exchange_fds_with_local_peers(ControlPlane &cp, int my_fd, cons
   TDIST_CHECK(out[cp.rank()] >= 0, TDIST_ERR_SMEM, "dup of the heap descriptor: %s", std::strerror(errno));
   int peers = int(locals.size()) - 1;
   if (peers == 0) {
+    // The job-wide barriers of the exchange below (everyone listening, everyone served): a host
+    // with one PE takes part in both, or hosts with different PE counts fall out of step.
+    cp.barrier();
     cp.barrier();
     cleanup.armed = false;
     return out;

@@ -98,3 +98,42 @@ def test_bad_usage():
     assert p.returncode != 0 and "no command given" in p.stderr
     p, _ = run(["-n", "1", "--mps", "off", "--", "/nonexistent/program"])
     assert p.returncode != 0 and "cannot start" in p.stderr
+
+
+# --hosts through a remote shell that stays on this machine: FAKEHOST names the "host"
+FAKE_RSH = "env FAKEHOST={host} sh -c"
+
+
+def test_hosts_one_command():
+    """--hosts a:2,b:1: one launcher per host through --rsh, global ranks in host order, each host's
+    local ranks, host 0 as the store's address, one secret for all, --env and TDIST_* forwarded."""
+    code = ("import os; print('|'.join(os.environ.get(k, '-') for k in ('FAKEHOST','RANK','WORLD_SIZE','LOCAL_RANK',"
+            "'LOCAL_WORLD_SIZE','NODE_RANK','MASTER_ADDR','FOO','TDIST_WAIT_TIMEOUT_MS','TDIST_STORE_SECRET')))")
+    env = dict(os.environ, TDIST_WAIT_TIMEOUT_MS="4321")
+    env.pop("TDIST_STORE_SECRET", None)
+    p = subprocess.run(RUN + ["--hosts", "a:2,b:1", "--rsh", FAKE_RSH, "--env", "FOO=x y", "--mps", "off", "--",
+                              sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    rows = sorted(ln.split("] ", 1)[1].split("|") for ln in p.stdout.splitlines() if ln.startswith("[rank "))
+    assert [r[:8] for r in rows] == [["a", "0", "3", "0", "2", "0", "a", "x y"],
+                                     ["a", "1", "3", "1", "2", "0", "a", "x y"],
+                                     ["b", "2", "3", "0", "1", "1", "a", "x y"]], rows
+    assert {r[8] for r in rows} == {"4321"}
+    secrets_seen = {r[9] for r in rows}
+    assert len(secrets_seen) == 1 and len(secrets_seen.pop()) == 64
+
+
+def test_hosts_failure_and_bad_specs():
+    """A failing host ends the job with its status, named, and the others are stopped after
+    --host-grace; bad --hosts / --env / --rsh and -n beside --hosts are named errors."""
+    p, took = run(["--hosts", "a:1,b:1", "--rsh", FAKE_RSH, "--host-grace", "1", "--mps", "off", "--", "sh", "-c",
+                   'test "$RANK" != 1 || exit 5; sleep 60'])
+    assert p.returncode == 5 and "host 1 (b) failed (code 5)" in p.stderr, (p.returncode, p.stderr)
+    assert took < 20, took
+    for args, want in ((["--hosts", "a:0"], "'a:0' is not HOST:N"),
+                       (["--hosts", "a:2", "-n", "2"], "does not go with -n"),
+                       (["--hosts", "a:1", "--rsh", "ssh"], "must name the host as {host}"),
+                       (["--hosts", "a:1", "--env", "1BAD"], "'1BAD' is not NAME"),
+                       (["--hosts", "a:1", "--env", "TDIST_STORE_SECRET=x"], "passed on the remote shell's stdin")):
+        p, _ = run(args + ["--", "true"])
+        assert p.returncode == 2 and want in p.stderr, (args, p.stderr)

@@ -140,6 +140,50 @@ def test_tdist_run_per_host():
             assert f"[rank {rank}] [  PASSED  ]" in out, f"host {h}: rank {rank}:\n{out[-4000:]}"
 
 
+# The test's remote shell: enter the host's namespace and a UTS namespace named after it, then run
+# the command string (the last argument, $0 of the inner sh -c) there.
+NETNS_RSH = "ip netns exec {host} unshare --uts sh -c 'hostname {host} && exec sh -c \"$0\"'"
+
+
+@skip
+def test_tdist_run_hosts_one_command():
+    """tdist-run --hosts: one command starts the runtime suite on 2 hosts with 2 and 1 ranks (counts
+    that differ), through a remote shell; --env reaches every rank; the secret is on no command
+    line; and a host whose command fails ends the job with its status, naming it, the other host
+    stopped after --host-grace."""
+    import subprocess
+    run = REPO / "tools" / "tdist-run"
+    env = {k: v for k, v in os.environ.items() if k not in ("TDIST_ROCE_PEERS", "UCX_TLS", "TDIST_STORE_SECRET")}
+    with nh.Hosts(2) as hosts:
+        spec = f"{hosts.names[0]}:2,{hosts.names[1]}:1"
+        cmd = [sys.executable, str(run), "--hosts", spec, "--rsh", NETNS_RSH, "--master-addr", hosts.addr(0),
+               "--env", "UCX_TLS=tcp,self", "--timeout", "240", "--",
+               str(BUILD / "tests" / "tdist_mp_tests"), "--gtest_brief=1"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+        assert r.returncode == 0, f"exit {r.returncode}:\n{r.stdout[-4000:]}\n{r.stderr[-2000:]}"
+        for rank in range(3):
+            assert f"[rank {rank}] [  PASSED  ]" in r.stdout, f"rank {rank}:\n{r.stdout[-4000:]}"
+        probe = "echo rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE host=$(hostname) tls=$UCX_TLS " \
+                "secret=${#TDIST_STORE_SECRET}; ps -eo args | grep -c [T]DIST_STORE_SECRET=; true"
+        r = subprocess.run([sys.executable, str(run), "--hosts", spec, "--rsh", NETNS_RSH, "--master-addr",
+                            hosts.addr(0), "--env", "UCX_TLS=tcp,self", "--", "sh", "-c", probe],
+                           capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
+        assert r.returncode == 0, r.stdout + r.stderr
+        for rank, local, h in ((0, "0/2", 0), (1, "1/2", 0), (2, "0/1", 1)):
+            want = f"[rank {rank}] rank={rank}/3 local={local} host={hosts.names[h]} tls=tcp,self secret=64"
+            assert want in r.stdout, (want, r.stdout)
+        assert r.stdout.count("] 0\n") == 3, f"a command line holds the secret:\n{r.stdout}"
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, str(run), "--hosts", spec, "--rsh", NETNS_RSH, "--master-addr",
+                            hosts.addr(0), "--host-grace", "2", "--", "sh", "-c",
+                            'test "$RANK" != 2 || exit 7; sleep 60'], capture_output=True, text=True, env=env,
+                           timeout=60, cwd=REPO)
+        took = time.monotonic() - t0
+    assert r.returncode == 7, (r.returncode, r.stderr)
+    assert f"host 1 ({hosts.names[1]}) failed (code 7)" in r.stderr, r.stderr
+    assert took < 30, f"the job took {took:.1f} s after host 1 failed (--host-grace 2)"
+
+
 @skip
 def test_ucx_is_loaded_only_across_hosts():
     """libtdist does not link UCX: a job on one host never loads libucp (nor the memory hooks UCX
