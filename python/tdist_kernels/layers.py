@@ -9,9 +9,9 @@
 Every call is collective (all ranks call with their own tokens, the same configuration). The
 router is replicated (data parallel); each rank holds the experts ``[rank * L, (rank + 1) * L)``.
 Backward: dispatch's backward is a combine with unit weights, combine's backward a dispatch whose
-rows are scaled by their pairs' weights; the routing weights get no gradient through combine
-(docs/MOE.md section 1), so the router here is trained only by what the caller adds (e.g. an
-auxiliary loss on ``EPMoE.last_router_probs``).
+rows are scaled by their pairs' weights, plus one more combine that brings the routing weights'
+gradient home (docs/MOE.md section 1): the router is trained through the weights, and the caller
+may add an auxiliary loss on ``EPMoE.last_router_probs``.
 """
 from ._common import KernelArgError
 
@@ -41,20 +41,26 @@ def _make_functions():
             return g, None, None, None, None
 
     class MoeCombine(torch.autograd.Function):
-        """(y, handle) -> out; backward: the output gradient dispatched again, rows scaled by their
-        pairs' weights."""
+        """(y, topk_weights, handle) -> out; backward: the output gradient dispatched again, rows
+        scaled by their pairs' weights (y's gradient), and the routing weights' gradient
+        ``<grad_out[t], y[row(t, k)]>``, brought home by one more combine (``weight_grad``).
+        ``topk_weights`` is the tensor the dispatch was given: the forward reads the handle's copy."""
 
         @staticmethod
-        def forward(ctx, y, buf, handle):
+        def forward(ctx, y, topk_weights, buf, handle):
             ctx.buf, ctx.handle = buf, handle
+            ctx.save_for_backward(y)
+            ctx.weights_dtype = topk_weights.dtype
             return buf.combine(y, handle)
 
         @staticmethod
         def backward(ctx, grad_out):
             h = ctx.handle
+            y, = ctx.saved_tensors
             g, _, _ = ctx.buf.dispatch(grad_out.contiguous().to(ctx.buf.dtype), h.topk_idx, h.topk_weights)
+            gw = weight_grad(ctx.buf, h, g, y).to(ctx.weights_dtype) if ctx.needs_input_grad[1] else None
             rw = h.row_weights().to(g.dtype)
-            return g * rw.reshape(g.shape[:-1]).unsqueeze(-1), None, None
+            return g * rw.reshape(g.shape[:-1]).unsqueeze(-1), gw, None, None
 
     return MoeDispatch, MoeCombine
 
@@ -71,15 +77,41 @@ def functions():
 
 
 def moe_dispatch(x, topk_idx, topk_weights, buf):
-    """Differentiable dispatch: returns (recv_x, counts, handle)."""
+    """Differentiable dispatch: returns (recv_x, counts, handle). The handle keeps ``topk_weights``
+    (the caller's tensor) so that ``moe_combine`` gives it its gradient."""
     holder = []
     recv_x, counts = functions()[0].apply(x, topk_idx, topk_weights, buf, holder)
+    holder[0].weights_in = topk_weights
     return recv_x, counts, holder[0]
 
 
 def moe_combine(y, handle):
-    """Differentiable combine."""
-    return functions()[1].apply(y, handle.buf, handle)
+    """Differentiable combine: gradients for ``y`` and for the routing weights given to
+    ``moe_dispatch`` (where they require one)."""
+    return functions()[1].apply(y, handle.weights_in, handle.buf, handle)
+
+
+def weight_grad(buf, handle, g, y):
+    """(T, K), at least float32: ``<g[row(t, k)], y[row(t, k)]>`` for every pair of this rank's tokens, 0 for
+    an empty slot; ``g`` is the output gradient as dispatch delivered it (the layout of ``y``). The
+    expert rank computes each row's product (at least fp32) and writes it into column k of an otherwise
+    zero row (a received row belongs to one pair, and ``h_rows`` names its column k); a combine with
+    unit weights brings the rows home, where column k of token t holds its pair's product alone,
+    rounded once to the buffer's dtype. The cost is one more combine of ``hidden``-wide rows."""
+    torch = _torch()
+    K, H = buf.topk, buf.hidden
+    if K > H:
+        raise KernelArgError(f"moe_combine backward: the routing weights' gradient needs topk ({K}) <= hidden ({H})")
+    acc = torch.promote_types(y.dtype, torch.float32)  # at least fp32
+    d = (g.to(acc) * y.to(acc)).sum(-1).reshape(-1)  # one product per received row (garbage past the groups)
+    rows = handle.h_rows.reshape(-1).long()
+    ks = torch.arange(K, device=rows.device).repeat(handle.h_rows.shape[0])
+    ok = rows >= 0
+    rows, ks = rows[ok], ks[ok]
+    z = torch.zeros(y.shape, dtype=buf.dtype, device=y.device)
+    z.view(-1, H)[rows, ks] = d[rows].to(buf.dtype)
+    out = buf.combine(z, handle, unit_weights=True)  # (T, H): column k of row t is pair (t, k)'s product
+    return torch.where(handle.topk_idx[:handle.num_tokens] >= 0, out[:, :K].to(acc), 0.0)
 
 
 def grouped_mlp(recv_x, counts, w1, w2, layout, act=None):
@@ -131,7 +163,7 @@ def _make_epmoe():
             probs = torch.softmax(x.float() @ self.router, dim=-1)
             self.last_router_probs = probs
             w, idx = torch.topk(probs, self.topk, dim=-1)
-            return idx, (w / w.sum(dim=-1, keepdim=True)).detach()
+            return idx, w / w.sum(dim=-1, keepdim=True)
 
         def forward(self, x, topk_idx=None, topk_weights=None):
             if topk_idx is None:

@@ -213,24 +213,44 @@ def scenario_errors(seed, me, W):
 
 
 def scenario_autograd(seed, me, W):
-    """grad of combine(dispatch(x)) (identity experts) w.r.t. x is sum_k w[t, k] * grad_out[t]; and
-    EPMoE's forward and backward run."""
+    """Expert e multiplies its rows by e + 1, so out[t] = sum_k w[t, k] (idx[t, k] + 1) x[t]: the
+    gradients are d out / d x[t] = go[t] sum_k w[t, k] (idx[t, k] + 1) and d out / d w[t, k] =
+    (idx[t, k] + 1) <go[t], x[t]> (0 for an empty slot), in both modes; EPMoE's forward and backward
+    run and its router gets a gradient."""
     E, H, K, T = 2 * W, 64, 2, 12
-    buf = MoeBuffer(E, H, K, T, torch.float32)
-    g = gen(seed, me, "autograd")
-    x = torch.randn(T, H, generator=g).cuda().requires_grad_()
-    idx = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(T)]).cuda()
-    w = torch.rand(T, K, generator=g).cuda()
-    recv, counts, h = layers.moe_dispatch(x, idx, w, buf)
-    out = layers.moe_combine(recv * 1.0, h)
-    go = torch.randn(T, H, generator=g).cuda()
-    out.backward(go)
-    want = go * w.sum(1, keepdim=True)  # d out[t] / d x[t] = sum_k w[t, k] (identity experts)
-    check("moe autograd dispatch/combine gradient", torch.allclose(x.grad, want, rtol=1e-4, atol=1e-5))
+    L = E // W
+    for mode in ("high_throughput", "low_latency"):
+        buf = MoeBuffer(E, H, K, T, torch.float32, mode=mode)
+        g = gen(seed, me, "autograd" + mode)
+        x = torch.randn(T, H, generator=g).cuda().requires_grad_()
+        idx = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(T)])
+        idx[1, 1] = -1  # an empty slot: no term, no gradient
+        idx = idx.cuda()
+        w = torch.rand(T, K, generator=g).cuda().requires_grad_()
+        recv, counts, h = layers.moe_dispatch(x, idx, w, buf)
+        scale = me * L + torch.arange(L, device="cuda", dtype=torch.float32) + 1  # global expert + 1
+        if mode == "high_throughput":  # groups packed from row 0
+            per_row = torch.repeat_interleave(scale, counts.long())
+            scale_rows = torch.cat([per_row, per_row.new_zeros(recv.shape[0] - per_row.shape[0])])[:, None]
+        else:  # (L, rows, H): group j in slice j
+            scale_rows = scale[:, None, None]
+        out = layers.moe_combine(recv * scale_rows, h)
+        go = torch.randn(T, H, generator=g).cuda()
+        out.backward(go)
+        f = torch.where(idx >= 0, idx + 1, 0).float()
+        want_x = go * (w.detach() * f).sum(1, keepdim=True)
+        want_w = f * (go * x.detach()).sum(1, keepdim=True)
+        check(f"moe {mode} autograd: x's gradient", torch.allclose(x.grad, want_x, rtol=1e-4, atol=1e-5),
+              f"max err {float((x.grad - want_x).abs().max()):.3g}")
+        check(f"moe {mode} autograd: the routing weights' gradient",
+              w.grad is not None and torch.allclose(w.grad, want_w, rtol=1e-4, atol=1e-4) and float(w.grad[1, 1]) == 0,
+              "no gradient" if w.grad is None else f"max err {float((w.grad - want_w).abs().max()):.3g}")
     moe = layers.EPMoE(E, H, 2 * H, K, T, dtype=torch.float32, device="cuda")
     y = moe(torch.randn(T, H, device="cuda"))
-    y.sum().backward()
-    check("moe EPMoE forward/backward", bool(torch.isfinite(y).all()) and moe.w1.grad is not None)
+    y.square().sum().backward()
+    check("moe EPMoE forward/backward, the router trained through the weights",
+          bool(torch.isfinite(y).all()) and moe.w1.grad is not None and moe.router.grad is not None and
+          bool(torch.isfinite(moe.router.grad).all()) and float(moe.router.grad.abs().sum()) > 0)
 
 
 def main():
