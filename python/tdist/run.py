@@ -112,6 +112,26 @@ def count_gpus():
         return 0
 
 
+def signal_groups(procs, sig, everything=False):
+    """Send ``sig`` to the process group of each process still running (``everything``: also of
+    those whose leader has exited, so a rank's children)."""
+    for q in procs:
+        if everything or q.poll() is None:
+            try:
+                os.killpg(q.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def stop_gracefully(procs, grace):
+    """SIGTERM, up to ``grace`` seconds for them to exit, then SIGKILL."""
+    signal_groups(procs, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while [q.poll() for q in procs].count(None) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    signal_groups(procs, signal.SIGKILL)
+
+
 def parse_hosts(spec):
     """[(host, n)] of "h1:2,h2:2" (a host without ":n" runs one rank); ValueError naming the entry."""
     hosts = []
@@ -198,14 +218,6 @@ def run_hosts(a, cmd, ap):
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
 
-    def stop(sig):
-        for q in procs:
-            if q.poll() is None:
-                try:
-                    os.killpg(q.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
-
     state = {"status": 0, "failed_at": None}
 
     def note_failure():
@@ -235,12 +247,8 @@ def run_hosts(a, cmd, ap):
             time.sleep(0.05)
     except KeyboardInterrupt:
         state["status"] = state["status"] or 130
-    if any(q.poll() is None for q in procs):
-        stop(signal.SIGTERM)
-        deadline = time.monotonic() + a.grace
-        while [q.poll() for q in procs].count(None) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        stop(signal.SIGKILL)
+    if [q.poll() for q in procs].count(None):
+        stop_gracefully(procs, a.grace)
     for q in procs:
         q.wait()
     note_failure()
@@ -364,15 +372,6 @@ def main(argv=None):
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
 
-    def stop_all(sig, everything=False):
-        # everything: also the process groups whose leader has exited (a rank's children).
-        for q in procs:
-            if everything or q.poll() is None:
-                try:
-                    os.killpg(q.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
-
     status = 0
     start = time.monotonic()
     interrupted = False
@@ -401,15 +400,11 @@ def main(argv=None):
         interrupted = True
         status = 130
     if status != 0 or interrupted:
-        stop_all(signal.SIGTERM)
-        deadline = time.monotonic() + a.grace
-        while any(q.poll() is None for q in procs) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        stop_all(signal.SIGKILL)
+        stop_gracefully(procs, a.grace)
     for q in procs:
         q.wait()
     # Nothing a rank started may outlive the job (ranks run in their own sessions).
-    stop_all(signal.SIGKILL, everything=True)
+    signal_groups(procs, signal.SIGKILL, everything=True)
     for t in pumps:
         t.join(timeout=5)
     if mps is not None:
