@@ -164,7 +164,7 @@ def test_tdist_run_hosts_one_command():
         for rank in range(3):
             assert f"[rank {rank}] [  PASSED  ]" in r.stdout, f"rank {rank}:\n{r.stdout[-4000:]}"
         probe = "echo rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE host=$(hostname) tls=$UCX_TLS " \
-                "secret=${#TDIST_STORE_SECRET}; ps -eo args | grep -c [T]DIST_STORE_SECRET=; true"
+                "secret=${#TDIST_STORE_SECRET}; ps -eo args | grep -c '[T]DIST_STORE_SECRET='; true"
         r = subprocess.run([sys.executable, str(run), "--hosts", spec, "--rsh", NETNS_RSH, "--master-addr",
                             hosts.addr(0), "--env", "UCX_TLS=tcp,self", "--", "sh", "-c", probe],
                            capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
