@@ -42,6 +42,7 @@ import argparse
 import os
 import random
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -123,11 +124,25 @@ def signal_groups(procs, sig, everything=False):
                 pass
 
 
+def still_running(procs):
+    """How many of ``procs`` are still running (polls every one of them, so each exit status is
+    known)."""
+    return [q.poll() for q in procs].count(None)
+
+
+def interrupt_on_termination():
+    """SIGTERM and SIGHUP raise KeyboardInterrupt: the same clean-up path as Ctrl-C."""
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+
 def stop_gracefully(procs, grace):
     """SIGTERM, up to ``grace`` seconds for them to exit, then SIGKILL."""
     signal_groups(procs, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while [q.poll() for q in procs].count(None) and time.monotonic() < deadline:
+    while still_running(procs) and time.monotonic() < deadline:
         time.sleep(0.05)
     signal_groups(procs, signal.SIGKILL)
 
@@ -167,7 +182,6 @@ def forwarded_env(names):
 def host_command(a, cmd, h, hosts, master, port, env):
     """The shell command string host ``h`` runs: read the secret from stdin, then this launcher for
     its ranks."""
-    import shlex
     n = hosts[h][1]
     launcher = [sys.executable, os.path.realpath(__file__), "-n", str(n), "--nnodes", str(len(hosts)),
                 "--node-rank", str(h), "--first-rank", str(sum(c for _, c in hosts[:h])),
@@ -184,7 +198,6 @@ def host_command(a, cmd, h, hosts, master, port, env):
 
 def run_hosts(a, cmd, ap):
     """--hosts: one launcher per host through the remote shell; returns the exit status."""
-    import shlex
     try:
         hosts = parse_hosts(a.hosts)
         env = forwarded_env(a.env)
@@ -213,11 +226,7 @@ def run_hosts(a, cmd, ap):
             pass  # the remote shell exited at once: its status says why
         procs.append(p)
 
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-
+    interrupt_on_termination()
     state = {"status": 0, "failed_at": None}
 
     def note_failure():
@@ -234,7 +243,7 @@ def run_hosts(a, cmd, ap):
     start = time.monotonic()
     backstop = a.timeout + a.host_grace + a.grace if a.timeout else 0
     try:
-        while [q.poll() for q in procs].count(None):  # poll every host (any() would stop at the first)
+        while still_running(procs):
             note_failure()
             if state["failed_at"] is not None and time.monotonic() - state["failed_at"] > a.host_grace:
                 print("tdist-run: stopping the hosts still running", file=sys.stderr)
@@ -247,7 +256,7 @@ def run_hosts(a, cmd, ap):
             time.sleep(0.05)
     except KeyboardInterrupt:
         state["status"] = state["status"] or 130
-    if [q.poll() for q in procs].count(None):
+    if still_running(procs):
         stop_gracefully(procs, a.grace)
     for q in procs:
         q.wait()
@@ -367,10 +376,7 @@ def main(argv=None):
         t.start()
         pumps.append(t)
 
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt  # same clean-up path as Ctrl-C
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
+    interrupt_on_termination()
 
     status = 0
     start = time.monotonic()

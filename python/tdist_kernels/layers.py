@@ -104,12 +104,11 @@ def weight_grad(buf, handle, g, y):
         raise KernelArgError(f"moe_combine backward: the routing weights' gradient needs topk ({K}) <= hidden ({H})")
     acc = torch.promote_types(y.dtype, torch.float32)  # at least fp32
     d = (g.to(acc) * y.to(acc)).sum(-1).reshape(-1)  # one product per received row (garbage past the groups)
-    rows = handle.h_rows.reshape(-1).long()
-    ks = torch.arange(K, device=rows.device).repeat(handle.h_rows.shape[0])
-    ok = rows >= 0
-    rows, ks = rows[ok], ks[ok]
+    rows, ok = handle.pair_rows()
+    ks = torch.arange(K, device=rows.device).repeat(handle.h_rows.shape[0])  # the k of each pair slot
     z = torch.zeros(y.shape, dtype=buf.dtype, device=y.device)
-    z.view(-1, H)[rows, ks] = d[rows].to(buf.dtype)
+    # slots without a row add 0 (no boolean indexing: no host synchronisation)
+    z.view(-1, H).index_put_((rows, ks), torch.where(ok, d[rows], 0.0).to(buf.dtype), accumulate=True)
     out = buf.combine(z, handle, unit_weights=True)  # (T, H): column k of row t is pair (t, k)'s product
     return torch.where(handle.topk_idx[:handle.num_tokens] >= 0, out[:, :K].to(acc), 0.0)
 

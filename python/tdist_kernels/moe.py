@@ -683,14 +683,22 @@ class MoeHandle:
         if code != STATUS_OK:
             raise InvalidValue(f"moe_dispatch: {_err_text(code, pe, a, b, c, self.buf.num_experts)}; no data moved")
 
+    def pair_rows(self):
+        """(rows, ok), one entry per pair slot of ``h_rows`` (received token, k), flattened: the
+        slot's row of the dispatch output (0 where it has none) and whether it has one. No host
+        synchronisation: use ``ok`` to zero what the placeholder rows contribute."""
+        torch = self.buf.torch
+        rows = self.h_rows.reshape(-1).long()
+        ok = rows >= 0
+        return torch.where(ok, rows, 0), ok
+
     def row_weights(self):
         """(recv_rows,) float32: the routing weight of each row of the dispatch output (0 past the
         groups), on the device (combine's backward scales the rows of its gradient by it)."""
         torch = self.buf.torch
         rw = torch.zeros(self.buf.recv_rows, dtype=torch.float32, device=self.h_w.device)
-        rows = self.h_rows.reshape(-1).long()
-        ok = rows >= 0
-        rw.index_put_((torch.where(ok, rows, 0),), torch.where(ok, self.h_w.reshape(-1), 0.0), accumulate=True)
+        rows, ok = self.pair_rows()
+        rw.index_put_((rows,), torch.where(ok, self.h_w.reshape(-1), 0.0), accumulate=True)
         return rw
 
 
