@@ -146,13 +146,19 @@ int MoeBuffer::create(const MoeConfig &cfg_in, std::unique_ptr<MoeBuffer> *out) 
   if (cfg.hidden < 1 || cfg.max_tokens < 1)
     return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: hidden (%lld) and max_tokens (%lld) must be >= 1",
                 (long long)cfg.hidden, (long long)cfg.max_tokens);
+  if (cfg.fp8_dispatch && cfg.hidden % kFp8Block != 0)
+    return fail(TDIST_ERR_INVALID_PARAM,
+                "MoeBuffer: fp8_dispatch needs hidden (%lld) to be a multiple of %lld (one scale per block)",
+                (long long)cfg.hidden, (long long)kFp8Block);
   const int64_t L = cfg.num_experts / W, es = int64_t(dtype_size(cfg.dtype));
+  // dispatch moves rows of bytes (data only moves), combine typed elements
+  const int64_t drow = cfg.fp8_dispatch ? fp8_row_bytes(cfg.hidden) : cfg.hidden * es;
   const int64_t worst = cfg.max_tokens * W * std::min(cfg.topk, L);
   if (cfg.max_recv_rows == 0) cfg.max_recv_rows = worst;
   if (cfg.max_recv_rows < 1 || cfg.max_recv_rows > INT32_MAX)
     return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: max_recv_rows (%lld) must be in [1, 2^31)",
                 (long long)cfg.max_recv_rows);
-  if (cfg.chunk_tokens == 0) cfg.chunk_tokens = std::clamp<int64_t>((256 << 10) / (cfg.hidden * es), 1, 128);
+  if (cfg.chunk_tokens == 0) cfg.chunk_tokens = std::clamp<int64_t>((256 << 10) / drow, 1, 128);
   if (cfg.chunk_tokens < 1)
     return fail(TDIST_ERR_INVALID_PARAM, "MoeBuffer: chunk_tokens (%lld) must be >= 1",
                 (long long)cfg.chunk_tokens);
@@ -166,6 +172,7 @@ int MoeBuffer::create(const MoeConfig &cfg_in, std::unique_ptr<MoeBuffer> *out) 
   b->me_ = tdist_my_pe();
   b->world_ = W;
   b->L_ = L;
+  b->d_row_bytes_ = drow;
   const int64_t K = cfg.topk, H = cfg.hidden, S = cfg.slices;
   size_t off = 0;
   auto area = [&](size_t bytes) {
@@ -175,7 +182,7 @@ int MoeBuffer::create(const MoeConfig &cfg_in, std::unique_ptr<MoeBuffer> *out) 
   };
   if (cfg.mode == MoeMode::high_throughput) {
     b->row_i64_ = cfg.num_experts + W + 4;
-    const size_t slot_bytes = align64(size_t(cfg.chunk_tokens * H * es)) + size_t(cfg.chunk_tokens * K * 8);
+    const size_t slot_bytes = align64(size_t(cfg.chunk_tokens * drow)) + size_t(cfg.chunk_tokens * K * 8);
     b->d_tok_bytes_ = int64_t(slot_bytes);  // one ring slot (payload block, then rows and weights)
     b->off_counts_ = area(size_t(2 * W * b->row_i64_) * 8);
     b->off_flags_ = area(detail::slot_bytes(2 * W));
@@ -188,7 +195,7 @@ int MoeBuffer::create(const MoeConfig &cfg_in, std::unique_ptr<MoeBuffer> *out) 
     b->acc_.assign(size_t(cfg.max_tokens * H), 0.0f);
   } else {
     b->hdr_i64_ = L + 5;
-    b->d_tok_bytes_ = int64_t(align64(size_t(cfg.max_tokens * H * es)) + size_t(cfg.max_tokens * K * 12));
+    b->d_tok_bytes_ = int64_t(align64(size_t(cfg.max_tokens * drow)) + size_t(cfg.max_tokens * K * 12));
     b->off_lld_ = area(size_t(2 * W) * align64(size_t(b->d_tok_bytes_)));
     b->off_llhdr_ = area(size_t(2 * W * b->hdr_i64_) * 8);
     b->off_llflags_d_ = area(detail::slot_bytes(2 * W));
@@ -285,8 +292,17 @@ int MoeBuffer::dispatch(const void *x, int64_t T, const int64_t *idx, const floa
   }
   MoeHandle scratch;
   if (!h) h = &scratch;
-  return cfg_.mode == MoeMode::high_throughput ? dispatch_ht(x, lay, st, recv_x, counts, h)
-                                               : dispatch_ll(x, lay, st, recv_x, counts, h);
+  const void *payload = x;
+  if (cfg_.fp8_dispatch && !st[0] && lay.T > 0) {  // quantized once, sent to every destination
+    packed_.resize(size_t(lay.T * d_row_bytes_));
+    for (int64_t t = 0; t < lay.T; ++t)
+      quantize_fp8_row(cfg_.dtype,
+                       static_cast<const unsigned char *>(x) + t * cfg_.hidden * dtype_size(cfg_.dtype),
+                       cfg_.hidden, packed_.data() + t * d_row_bytes_);
+    payload = packed_.data();
+  }
+  return cfg_.mode == MoeMode::high_throughput ? dispatch_ht(payload, lay, st, recv_x, counts, h)
+                                               : dispatch_ll(payload, lay, st, recv_x, counts, h);
 }
 
 // ===================================== high throughput =====================================
@@ -590,21 +606,20 @@ int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4]
     h->expert_counts[size_t(j)] = int32_t(colsum[size_t(me_ * L + j)]);
     h->recv_total_rows += colsum[size_t(me_ * L + j)];
   }
-  const int64_t es = int64_t(dtype_size(cfg_.dtype));
   HtArgs a{};
   a.me = me_;
   a.W = world_;
   a.S = cfg_.slices;
   a.nbuf = cfg_.buffer_num;
-  a.H = cfg_.hidden;
-  a.es = es;
+  a.H = d_row_bytes_;  // the payload as bytes: slices are byte ranges
+  a.es = 1;
   a.K = K;
   a.L = L;
   a.chunk = cfg_.chunk_tokens;
   a.max_tokens = cfg_.max_tokens;
   a.maxc = maxc;
   a.slot_bytes = align64(size_t(d_tok_bytes_));
-  a.pay_bytes = align64(size_t(cfg_.chunk_tokens * cfg_.hidden * es));
+  a.pay_bytes = align64(size_t(cfg_.chunk_tokens * d_row_bytes_));
   a.x = static_cast<const unsigned char *>(x);
   a.idx = lay.idx;
   a.w = lay.w;
@@ -630,7 +645,7 @@ int MoeBuffer::dispatch_ht(const void *x, const Layout &lay, const int64_t st[4]
   for (int64_t p = 0; p < W; ++p) {
     dsent_[size_t(p)] += uint64_t(cdiv(lay.n_send[size_t(p)], cfg_.chunk_tokens));
     drecv_[size_t(p)] += uint64_t(cdiv(h->n_recv[size_t(p)], cfg_.chunk_tokens));
-    last_dispatch_bytes_ += lay.n_send[size_t(p)] * cfg_.hidden * es;
+    last_dispatch_bytes_ += lay.n_send[size_t(p)] * d_row_bytes_;
   }
   std::copy(h->expert_counts.begin(), h->expert_counts.end(), counts);
   return TDIST_SUCCESS;
@@ -812,14 +827,14 @@ void ll_combine_kernel(void *p) {
 
 int MoeBuffer::dispatch_ll(const void *x, const Layout &lay, const int64_t st[4], void *recv_x,
                            int32_t *counts, MoeHandle *h) {
-  const int64_t W = world_, K = cfg_.topk, L = L_, es = int64_t(dtype_size(cfg_.dtype));
+  const int64_t W = world_, K = cfg_.topk, L = L_;
   const uint64_t e = ++ll_d_epoch_;
   std::vector<int64_t> hdrs(size_t(W * hdr_i64_));
   LlArgs a{};
   a.me = me_;
   a.W = world_;
-  a.H = cfg_.hidden;
-  a.es = es;
+  a.H = d_row_bytes_;  // the payload as bytes
+  a.es = 1;
   a.K = K;
   a.L = L;
   a.max_tokens = cfg_.max_tokens;
@@ -827,7 +842,7 @@ int MoeBuffer::dispatch_ll(const void *x, const Layout &lay, const int64_t st[4]
   a.epoch = int64_t(e);
   a.par = int64_t(e % 2);
   a.area_bytes = align64(size_t(d_tok_bytes_));
-  a.pay_bytes = align64(size_t(cfg_.max_tokens * cfg_.hidden * es));
+  a.pay_bytes = align64(size_t(cfg_.max_tokens * d_row_bytes_));
   a.x = static_cast<const unsigned char *>(x);
   a.idx = lay.idx;
   a.w = lay.w;
@@ -874,7 +889,7 @@ int MoeBuffer::dispatch_ll(const void *x, const Layout &lay, const int64_t st[4]
   h->recv_weights.assign(size_t(nr_total * K), 0.0f);
   h->recv_total_rows = 0;
   for (int64_t j = 0; j < L; ++j) h->recv_total_rows += h->expert_counts[size_t(j)];
-  const size_t row_bytes = size_t(cfg_.hidden * es);
+  const size_t row_bytes = size_t(d_row_bytes_);
   const int64_t gstride = ll_group_stride();
   auto *out = static_cast<unsigned char *>(recv_x);
   for (int64_t r = 0; r < W; ++r) {

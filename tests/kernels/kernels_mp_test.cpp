@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 #include <thread>
@@ -482,6 +484,55 @@ TEST(Dtype, HalfConversionsRoundTripAndRound) {
   EXPECT_EQ(tk::f32_to_f16(0x1p-25f), uint16_t(0));                   // tie -> even (0)
   EXPECT_EQ(tk::f32_to_f16(0x1.8p-25f), uint16_t(1));                 // smallest subnormal
   EXPECT_EQ(tk::f32_to_bf16(1.0f + 0x1p-8f), tk::f32_to_bf16(1.0f));  // tie -> even
+}
+
+// fp8 e4m3 helpers (the MoE fp8 dispatch): decoding against the format's definition, encoding
+// against the nearest representable value found by search (ties to the even code, saturation).
+TEST(Dtype, Fp8E4m3DecodeAndRoundToNearestEven) {
+  std::vector<double> val(256);
+  for (int q = 0; q < 256; ++q) {
+    const int e = (q >> 3) & 15, m = q & 7;
+    const double mag = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
+    val[size_t(q)] = (q & 0x80) ? -mag : mag;
+    const float got = tk::e4m3_to_f32(uint8_t(q));
+    if (e == 15 && m == 7) {
+      EXPECT_TRUE(std::isnan(got)) << "code 0x" << std::hex << q;
+      continue;
+    }
+    ASSERT_EQ(double(got), val[size_t(q)]) << "code 0x" << std::hex << q;
+  }
+  EXPECT_EQ(tk::e4m3_to_f32(0x7e), 448.0f);
+  // expected encoding: the nearest finite value, ties to the even code, |f| > 448 -> +-448
+  auto expect = [&](float f) {
+    int best = -1;
+    double bd = 0;
+    for (int q = 0; q < 256; ++q) {
+      if ((q & 0x7f) == 0x7f || ((q & 0x80) != 0) != std::signbit(f)) continue;
+      const double d = std::fabs(double(f) - val[size_t(q)]);
+      if (best < 0 || d < bd || (d == bd && (q & 1) == 0)) {
+        best = q;
+        bd = d;
+      }
+    }
+    return uint8_t(best);
+  };
+  std::vector<float> probes = {0.0f,   -0.0f,    448.0f,    -448.0f,    449.0f,    464.0f, 1e30f,
+                               -1e30f, 0x1p-10f, 0x1.0p-9f, 0x1.8p-10f, 0x1.fp-7f, 0x1p-6f};
+  for (int q = 0; q < 0x7e; ++q) {  // every positive value, the midpoints to the next, one ulp either side
+    const float a = float(val[size_t(q)]), b = float(val[size_t(q + 1)]);
+    const float mid = float((double(a) + double(b)) / 2);
+    for (float f : {a, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)}) {
+      probes.push_back(f);
+      probes.push_back(-f);
+    }
+  }
+  std::mt19937_64 g(tdist_test::run_seed());
+  for (int i = 0; i < 20000; ++i)
+    probes.push_back(float(std::ldexp(double(g() >> 11) * 0x1p-53 * 2 - 1, int(g() % 24) - 14)));
+  for (float f : probes)
+    ASSERT_EQ(int(tk::f32_to_e4m3(f)), int(expect(f))) << "encoding " << std::hexfloat << f;
+  EXPECT_EQ(tk::f32_to_e4m3(std::numeric_limits<float>::infinity()), uint8_t(0x7e));  // saturates
+  EXPECT_EQ(tk::f32_to_e4m3(std::nanf("")) & 0x7f, 0x7f);
 }
 
 }  // namespace

@@ -4,11 +4,15 @@
 // independent reference: the dispatch output bit for bit (poisoned beforehand; rows past the groups
 // must stay poisoned), the counts exactly, the combine within the stated bound
 //     |out - ref| <= (2 u + 8 K 2^-24) * sum_k |w_k y_k|     (u: unit roundoff of the payload dtype)
-// plus (K + 2) 2^-24 for fp16, whose results below 2^-14 are subnormal (absolute spacing 2^-24)
+// plus (K + 2) 2^-24 for fp16, whose results below 2^-14 are subnormal (absolute spacing 2^-24).
+// With fp8_dispatch the expected dispatch rows are the sources' rows quantized (quantize_fp8_row,
+// whose e4m3 rounding kernels_mp_test checks against the format), compared bit for bit, and the
+// experts and the combine reference work on the dequantized rows.
 // Routing: uniform random top-k, skewed (a few hot experts, whole PEs receiving nothing, PEs sending
 // nothing, empty slots), all to one PE, and every PE with zero tokens.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -107,7 +111,26 @@ struct Case {
   int slices;
   Routing routing;
   int calls;
+  bool fp8 = false;
 };
+
+// The dispatch row of token t of `in` as it must arrive: the raw row, or its packed fp8 form.
+std::vector<unsigned char> wire_row(const Inputs &in, int64_t t, const kc::MoeConfig &cfg) {
+  const size_t es = tk::dtype_size(cfg.dtype), H = size_t(cfg.hidden);
+  const unsigned char *src = in.x.data() + size_t(t) * H * es;
+  if (!cfg.fp8_dispatch) return std::vector<unsigned char>(src, src + H * es);
+  std::vector<unsigned char> q(size_t(tk::fp8_row_bytes(cfg.hidden)));
+  tk::quantize_fp8_row(cfg.dtype, src, cfg.hidden, q.data());
+  return q;
+}
+
+// Column `col` of a dispatch-output row (raw or packed fp8) as the expert reads it.
+double row_value(const unsigned char *row, int64_t col, const kc::MoeConfig &cfg) {
+  if (!cfg.fp8_dispatch) return tk::load_as_double(cfg.dtype, row, size_t(col));
+  float scale;
+  std::memcpy(&scale, row + cfg.hidden + 4 * (col / tk::kFp8Block), 4);
+  return double(tk::e4m3_to_f32(row[col])) * double(scale);
+}
 
 void run_case(const Case &c) {
   const int W = tdist_n_pes(), me = tdist_my_pe();
@@ -123,17 +146,19 @@ void run_case(const Case &c) {
   cfg.max_tokens = c.max_tokens;
   cfg.chunk_tokens = c.chunk;
   cfg.slices = c.slices;
+  cfg.fp8_dispatch = c.fp8;
   std::unique_ptr<kc::MoeBuffer> buf;
   ASSERT_EQ(kc::MoeBuffer::create(cfg, &buf), TDIST_SUCCESS) << kc::last_error_message();
   const int64_t L = buf->local_experts(), H = c.H, K = c.K, rows = buf->recv_rows();
-  const size_t es = tk::dtype_size(c.dtype);
+  const size_t es = tk::dtype_size(c.dtype), drow = size_t(buf->dispatch_row_bytes());
+  ASSERT_EQ(drow, c.fp8 ? size_t(c.H + c.H / 32) : size_t(c.H) * es);
   const double u = tk::dtype_unit_roundoff(c.dtype);
   for (int call = 0; call < c.calls; ++call) {
     const uint64_t seed = fresh_seed();
     std::vector<Inputs> all;
     for (int r = 0; r < W; ++r) all.push_back(make_inputs(seed, r, W, buf->config(), c.routing));
     const Inputs &mine = all[size_t(me)];
-    std::vector<unsigned char> recv(size_t(rows * H) * es);
+    std::vector<unsigned char> recv(size_t(rows) * drow);
     tk::poison(recv.data(), recv.size());
     std::vector<int32_t> counts(size_t(L), -7);
     kc::MoeHandle h;
@@ -152,22 +177,34 @@ void run_case(const Case &c) {
         const RefRow &rr = groups[size_t(j)][i];
         const int64_t row = start + int64_t(i);
         used[size_t(row)] = 1;
-        ASSERT_EQ(std::memcmp(recv.data() + size_t(row * H) * es,
-                              all[size_t(rr.src)].x.data() + size_t(rr.t * H) * es, size_t(H) * es),
+        ASSERT_EQ(std::memcmp(recv.data() + size_t(row) * drow,
+                              wire_row(all[size_t(rr.src)], rr.t, cfg).data(), drow),
                   0)
             << "call " << call << ": PE " << me << " group " << j << " row " << i << " (token " << rr.t
             << " of PE " << rr.src << ") differs";
+        if (c.fp8) {  // the quantizer itself: within half an e4m3 step of the source value
+          const unsigned char *got = recv.data() + size_t(row) * drow;
+          for (int64_t col = 0; col < H; ++col) {
+            float scale;
+            std::memcpy(&scale, got + H + 4 * (col / tk::kFp8Block), 4);
+            const double x =
+                tk::load_as_double(c.dtype, all[size_t(rr.src)].x.data(), size_t(rr.t * H + col));
+            const double tol =
+                double(scale) * std::max(std::fabs(x) / double(scale) * 0x1p-4, 0x1p-10) * 1.0001;
+            ASSERT_LE(std::fabs(row_value(got, col, cfg) - x), tol) << "fp8 row " << row << " col " << col;
+          }
+        }
       }
       off += int64_t(groups[size_t(j)].size());
     }
     for (int64_t row = 0; row < rows; ++row) {
       if (used[size_t(row)]) continue;
-      for (size_t b = 0; b < size_t(H) * es; ++b)
-        ASSERT_EQ(recv[size_t(row * H) * es + b], tk::kPoisonByte)
+      for (size_t b = 0; b < drow; ++b)
+        ASSERT_EQ(recv[size_t(row) * drow + b], tk::kPoisonByte)
             << "row " << row << " outside the groups was written";
     }
     // the expert: y = round(x * scale(e)) on the rows of each group
-    std::vector<unsigned char> y(recv.size());
+    std::vector<unsigned char> y(size_t(rows * H) * es);
     tk::poison(y.data(), y.size());
     for (int64_t j = 0; j < L; ++j) {
       const int64_t start = c.mode == kc::MoeMode::high_throughput ? 0 : j * buf->ll_group_stride();
@@ -176,24 +213,23 @@ void run_case(const Case &c) {
         for (int64_t jj = 0; jj < j; ++jj) s0 += counts[size_t(jj)];
       for (int64_t i = 0; i < counts[size_t(j)]; ++i)
         for (int64_t col = 0; col < H; ++col) {
-          const size_t at = size_t((s0 + i) * H + col);
-          tk::store_from_double(c.dtype, y.data(), at,
-                                tk::load_as_double(c.dtype, recv.data(), at) * expert_scale(me * L + j));
+          tk::store_from_double(
+              c.dtype, y.data(), size_t((s0 + i) * H + col),
+              row_value(recv.data() + size_t(s0 + i) * drow, col, cfg) * expert_scale(me * L + j));
         }
     }
     std::vector<unsigned char> out(size_t(mine.T * H) * es + 1);
     tk::poison(out.data(), out.size());
     ASSERT_EQ(buf->combine(y.data(), h, out.data()), TDIST_SUCCESS) << kc::last_error_message();
     unsigned char ey[8];
-    for (int64_t t = 0; t < mine.T; ++t)
+    for (int64_t t = 0; t < mine.T; ++t) {
+      const std::vector<unsigned char> xr = wire_row(mine, t, cfg);  // what the experts saw of token t
       for (int64_t col = 0; col < H; ++col) {
         double ref = 0, mag = 0;
         for (int64_t k = 0; k < K; ++k) {
           const int64_t e = mine.idx[size_t(t * K + k)];
           if (e < 0) continue;
-          tk::store_from_double(
-              c.dtype, ey, 0,
-              tk::load_as_double(c.dtype, mine.x.data(), size_t(t * H + col)) * expert_scale(e));
+          tk::store_from_double(c.dtype, ey, 0, row_value(xr.data(), col, cfg) * expert_scale(e));
           const double v = double(mine.w[size_t(t * K + k)]) * tk::load_as_double(c.dtype, ey, 0);
           ref += v;
           mag += std::fabs(v);
@@ -206,6 +242,7 @@ void run_case(const Case &c) {
             << "call " << call << ": PE " << me << " combine token " << t << " col " << col << " = " << got
             << ", expected " << ref << " (tolerance " << tol << ")";
       }
+    }
     ASSERT_EQ(out.back(), tk::kPoisonByte) << "combine wrote past the tokens";
   }
 }
@@ -235,6 +272,32 @@ TEST(Moe, DtypesTopkAndSlices) {
   run_case({kc::MoeMode::low_latency, DType::f32, 4 * W, 24, 4, 11, 0, 1, Routing::skewed, 3});
   if (HasFatalFailure()) return;
   run_case({kc::MoeMode::low_latency, DType::f16, W, 16, 1, 6, 0, 1, Routing::random, 2});
+}
+
+// fp8 dispatch: every token quantized once, its packed row (codes, then one scale per 128
+// columns) moved bit for bit in both modes, through column slices that split codes and scales
+// (three slices of a 264-byte row), over a wrapping ring; combine in the payload dtype.
+TEST(Moe, Fp8DispatchBothModes) {
+  const int W = tdist_n_pes();
+  for (kc::MoeMode m : kModes)
+    for (Routing r : {Routing::random, Routing::skewed}) {
+      run_case({m, DType::bf16, 2 * W, 256, 2, 11, 3, 3, r, 3, true});
+      if (HasFatalFailure()) return;
+    }
+  run_case({kc::MoeMode::high_throughput, DType::f32, 4 * W, 128, 5, 7, 2, 1, Routing::random, 2, true});
+  if (HasFatalFailure()) return;
+  // the buffer refuses a hidden size without whole blocks, on every PE alike
+  kc::MoeConfig cfg;
+  cfg.num_experts = W;
+  cfg.hidden = 200;
+  cfg.topk = 1;
+  cfg.max_tokens = 4;
+  cfg.fp8_dispatch = true;
+  std::unique_ptr<kc::MoeBuffer> buf;
+  EXPECT_EQ(kc::MoeBuffer::create(cfg, &buf), TDIST_ERR_INVALID_PARAM);
+  EXPECT_NE(std::string(kc::last_error_message()).find("hidden (200) to be a multiple of 128"),
+            std::string::npos)
+      << kc::last_error_message();
 }
 
 // Bad input on one PE: every PE fails with the same message before any data moves, and the buffer

@@ -128,6 +128,40 @@ inline uint16_t f32_to_f16(float f) {
   return uint16_t(sign | uint16_t(r >> 13));
 }
 
+// ---- fp8 e4m3 (the "fn" variant: no infinities, one NaN code per sign, max 448) ----
+
+/** float -> e4m3 bits: round to nearest even, saturating to +-448 (as the GPU's
+ *  cvt.rn.satfinite.e4m3x2.f32), NaN -> 0x7f with the sign kept. */
+inline uint8_t f32_to_e4m3(float f) {
+  const uint32_t u = f32_bits(f);
+  const uint8_t sign = uint8_t((u >> 24) & 0x80u);
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return uint8_t(sign | 0x7fu);
+  if (a >= 0x3c800000u) {  // >= 2^-6, the smallest normal: round the mantissa 23 -> 3 bits
+    const uint32_t r = a + 0x7ffffu + ((a >> 20) & 1u);
+    const uint32_t e = (r >> 23) - 120u;  // e4m3's biased exponent (f32 bias 127, e4m3 bias 7)
+    const uint32_t m = (r >> 20) & 7u;
+    if (e > 15u || (e == 15u && m == 7u)) return uint8_t(sign | 0x7eu);  // above 448: saturate
+    return uint8_t(sign | (e << 3) | m);
+  }
+  // subnormal or zero: a multiple of 2^-9; 8 * 2^-9 is the smallest normal, code 0x08
+  return uint8_t(sign | uint8_t(std::nearbyint(f32_from_bits(a) * 0x1p9f)));
+}
+
+inline float e4m3_to_f32(uint8_t q) {
+  const uint32_t e = (q >> 3) & 0xfu, m = q & 7u;
+  if (e == 15u && m == 7u) return f32_from_bits((uint32_t(q & 0x80u) << 24) | 0x7fc00000u);
+  const float v = e == 0 ? std::ldexp(float(m), -9) : f32_from_bits(((e + 120u) << 23) | (m << 20));
+  return (q & 0x80u) ? -v : v;
+}
+
+/** fp8 payloads (docs/MOE.md, "fp8 dispatch"): blocks of 128 columns, one float scale each. */
+inline constexpr int64_t kFp8Block = 128;
+inline constexpr float kFp8Max = 448.0f;
+inline constexpr float kFp8AmaxFloor = 1e-10f;  // an all-zero block gets a tiny scale, not 0 / 0
+/** Bytes of one packed fp8 row of `hidden` columns: the e4m3 codes, then hidden / 128 floats. */
+inline constexpr int64_t fp8_row_bytes(int64_t hidden) { return hidden + hidden / kFp8Block * 4; }
+
 // ---- typed access through the storage type ----
 
 template <DType T>
@@ -175,6 +209,23 @@ inline void store_from_double(DType t, void *p, size_t i, double v) {
     using E = decltype(e);
     static_cast<typename E::storage *>(p)[i] = E::from(typename E::acc(v));
   });
+}
+
+/** Quantizes one row of `hidden` values of dtype `t` (hidden a multiple of 128) into the packed
+ *  fp8 row `out` (fp8_row_bytes(hidden) bytes): per block b, amax = max |x| over its 128 columns
+ *  of the values converted to float (finite inputs), scale_b = max(amax, kFp8AmaxFloor) / 448 and code =
+ * f32_to_e4m3(x / scale_b), both divisions correctly rounded float ones. Dequantized: e4m3_to_f32(code) *
+ * scale_b. */
+inline void quantize_fp8_row(DType t, const void *row, int64_t hidden, unsigned char *out) {
+  for (int64_t b = 0; b < hidden / kFp8Block; ++b) {
+    float amax = 0.0f;
+    for (int64_t c = b * kFp8Block; c < (b + 1) * kFp8Block; ++c)
+      amax = std::fmax(amax, std::fabs(float(load_as_double(t, row, size_t(c)))));
+    const float scale = std::fmax(amax, kFp8AmaxFloor) / kFp8Max;
+    for (int64_t c = b * kFp8Block; c < (b + 1) * kFp8Block; ++c)
+      out[c] = f32_to_e4m3(float(load_as_double(t, row, size_t(c))) / scale);
+    std::memcpy(out + hidden + 4 * b, &scale, 4);
+  }
 }
 
 // ---- deterministic inputs: value(seed, rank, index) in [-1, 1), reproducible on any rank ----

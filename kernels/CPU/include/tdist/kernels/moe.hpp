@@ -59,6 +59,12 @@ struct MoeConfig {
   /** high_throughput: programs per role (senders, receivers), each owning a slice of the H
    *  columns; 1 (the default) suits a 2-core machine. */
   int slices = 1;
+  /** Dispatch moves fp8 instead of `dtype` (docs/MOE.md, "fp8 dispatch"): each token is quantized
+   *  to e4m3 with one float scale per 128 columns (quantize_fp8_row in dtype.hpp) and travels as a
+   *  packed row of fp8_row_bytes(hidden) bytes: the hidden codes, then the hidden / 128 scales.
+   *  The dispatch output holds those packed rows. Combine still takes and returns `dtype`.
+   *  Needs hidden to be a multiple of 128. */
+  bool fp8_dispatch = false;
 };
 
 /** What combine needs from a dispatch (host memory on CPU ranks). Valid for any later combine
@@ -86,7 +92,8 @@ class MoeBuffer {
   MoeBuffer &operator=(const MoeBuffer &) = delete;
 
   /** Collective. x (T, H) contiguous, topk_idx / topk_weights (T, K); T may be 0 (null pointers
-   *  allowed then). recv_x: recv_rows() x H elements (rows past the groups are left untouched);
+   *  allowed then). recv_x: recv_rows() rows of dispatch_row_bytes() bytes (H elements of dtype,
+   *  or a packed fp8 row with fp8_dispatch; rows past the groups are left untouched);
    *  expert_counts: L int32; handle: filled for combine. */
   int dispatch(const void *x, int64_t num_tokens, const int64_t *topk_idx, const float *topk_weights,
                void *recv_x, int32_t *expert_counts, MoeHandle *handle);
@@ -100,6 +107,9 @@ class MoeBuffer {
   int64_t recv_rows() const;
   /** Row of local expert j's group start in the low-latency layout (j * W * max_tokens). */
   int64_t ll_group_stride() const { return int64_t(world_) * cfg_.max_tokens; }
+  /** Bytes of one row of the dispatch output (and of one token on the wire): H * sizeof(dtype),
+   *  or fp8_row_bytes(H) with fp8_dispatch. */
+  int64_t dispatch_row_bytes() const { return d_row_bytes_; }
   size_t symmetric_bytes() const { return sym_bytes_; }
   /** Payload bytes this PE put on the wire in the last dispatch / combine (each token once per
    *  destination PE, itself included), for the bytes-per-second metric of DeepEP. */
@@ -125,9 +135,11 @@ class MoeBuffer {
   size_t off_counts_ = 0, off_flags_ = 0, off_dring_ = 0, off_dready_ = 0, off_dcredit_ = 0;
   size_t off_cring_ = 0, off_cready_ = 0, off_ccredit_ = 0;
   size_t off_lld_ = 0, off_llhdr_ = 0, off_llcomb_ = 0, off_llflags_d_ = 0, off_llflags_c_ = 0;
-  int64_t row_i64_ = 0;      // counts row: E + W + 4 int64
-  int64_t d_tok_bytes_ = 0;  // one token in the dispatch ring / low-latency area (payload + meta)
-  int64_t hdr_i64_ = 0;      // low-latency header: L + 5 int64
+  int64_t row_i64_ = 0;                // counts row: E + W + 4 int64
+  int64_t d_tok_bytes_ = 0;            // one token in the dispatch ring / low-latency area (payload + meta)
+  int64_t d_row_bytes_ = 0;            // one token's payload in dispatch: H * es, or the packed fp8 row
+  std::vector<unsigned char> packed_;  // fp8_dispatch: this call's tokens, quantized
+  int64_t hdr_i64_ = 0;                // low-latency header: L + 5 int64
   // sequence numbers of the rings (chunks ever sent / received per peer) and call epochs
   std::vector<uint64_t> dsent_, drecv_, csent_, crecv_;
   uint64_t ht_epoch_ = 0, ll_d_epoch_ = 0, ll_c_epoch_ = 0;
