@@ -11,7 +11,10 @@ run, under tools/tdist-run:
   split sizes, the permute by local expert; and the way back with the weighted sum;
 * the copy ceiling: one device-to-device copy of the bytes this rank sends in a dispatch;
 * DeepEP's metric: the bytes a rank sends to the other ranks in a dispatch (each token once per
-  destination rank) over the dispatch time, against 450 GB/s per direction (H200 NVLink).
+  destination rank) over the dispatch time, against 450 GB/s per direction (H200 NVLink);
+* payloads (``--payloads``): bf16 both ways, and fp8 dispatch (e4m3 codes and one float32 scale per
+  128 columns, ``H + H / 32`` bytes a token, quantized inside the timed dispatch) with a bf16
+  combine, as DeepEP's figures are taken; the byte counts are those of the wire format.
 
 Every configuration is checked once before it is timed (identity experts: combine(dispatch(x)) =
 (sum_k w) x within (2 u + 8 K 2^-24) |.|). Prints one JSON line per row; --json writes them all.
@@ -86,41 +89,50 @@ def torch_path(dist, x, idx, w, E, W):
     return dispatch, combine
 
 
-def bench_case(me, W, dist, res, reps, mode, kind, T, H, K, E, dtype):
+def bench_case(me, W, dist, res, reps, mode, kind, T, H, K, E, dtype, fp8=False):
     seed = bench.SEED[0]
     x = torch.randn(T, H, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed + me)).to(dtype)
     idx, w = routing(kind, me, T, K, E, seed)
-    buf = _moe.MoeBuffer(E, H, K, T, dtype, mode=mode)
+    buf = _moe.MoeBuffer(E, H, K, T, dtype, mode=mode, fp8=fp8)
     st = {}
 
     def d():
         st["r"] = buf.dispatch(x, idx, w, check=False)
 
-    def c():
-        st["o"] = buf.combine(st["r"][0], st["r"][2])
-
     d()
     st["r"][2].check()
+    # the experts' input: the rows as they arrived (dequantized once, outside the timing, with fp8)
+    y = _moe.fp8_dequantize(*st["r"][0], dtype) if fp8 else st["r"][0]
+
+    def c():
+        st["o"] = buf.combine(y, st["r"][2])
+
     c()
     torch.cuda.synchronize()
-    want = (x.float() * w.sum(1, keepdim=True)).double()
+    # what the experts saw of x: x itself, or its fp8 rounding (the dequantized packed rows)
+    seen = _moe.fp8_dequantize(*_moe.fp8_views(buf._fp8_pack(x, "bench"), H), dtype) if fp8 else x
+    want = (seen.float() * w.sum(1, keepdim=True)).double()
     ok = bool(((st["o"].double() - want).abs() <= (2 * UNIT[dtype] + 8 * K * 2.0 ** -24) * want.abs() + 1e-30).all())
+    payload = "fp8" if fp8 else str(dtype).replace("torch.", "")
     if ok:
         bench.CHECKS["passed"] += 1
     else:
-        bench.CHECKS["failed"].append(f"moe {mode} {kind} T={T} H={H}: combine(dispatch(x)) off")
-    t_d = bench.timed(d, reps, what=f"moe {mode} dispatch {kind} T={T} H={H} K={K} E={E}")
+        bench.CHECKS["failed"].append(f"moe {mode} {kind} {payload} T={T} H={H}: combine(dispatch(x)) off")
+    t_d = bench.timed(d, reps, what=f"moe {mode} dispatch {kind} {payload} T={T} H={H} K={K} E={E}")
     t_c = bench.timed(c, reps, what=f"moe {mode} combine {kind}")
     L = E // W
     onehot = torch.nn.functional.one_hot(idx.clamp(min=0) // L, W) * (idx >= 0).unsqueeze(-1)
     dest = onehot.amax(dim=1).bool()  # (T, W): token t goes to rank p
     sent_remote = int(dest.sum()) - int(dest[:, me].sum())
-    sent_bytes = int(dest.sum()) * H * x.element_size()
-    remote_bytes = sent_remote * H * x.element_size()
+    d_row = 4 * _moe.fp8_row_words(H) if fp8 else H * x.element_size()  # a token on the wire
+    sent_bytes = int(dest.sum()) * d_row
+    remote_bytes = sent_remote * d_row
+    combine_remote_bytes = sent_remote * H * x.element_size()
     row = {"op": "moe", "mode": mode, "routing": kind, "ranks": W, "tokens": T, "hidden": H, "topk": K, "experts": E,
-           "dtype": str(dtype).replace("torch.", ""), "dispatch_us": t_d * 1e6, "combine_us": t_c * 1e6,
-           "dispatch_bytes": sent_bytes, "remote_bytes": remote_bytes,
-           "deepep_dispatch_GBps": remote_bytes / t_d / 1e9, "deepep_combine_GBps": remote_bytes / t_c / 1e9,
+           "dtype": str(dtype).replace("torch.", ""), "dispatch_payload": payload,
+           "dispatch_us": t_d * 1e6, "combine_us": t_c * 1e6,
+           "dispatch_bytes": sent_bytes, "remote_bytes": remote_bytes, "combine_remote_bytes": combine_remote_bytes,
+           "deepep_dispatch_GBps": remote_bytes / t_d / 1e9, "deepep_combine_GBps": combine_remote_bytes / t_c / 1e9,
            "check": "ok" if ok else "FAIL"}
     row["nvlink_fraction_dispatch"] = row["deepep_dispatch_GBps"] / NVLINK_GBPS
     # the copy ceiling: one device-to-device copy of the bytes a dispatch sends
@@ -165,6 +177,7 @@ def main():
     ap.add_argument("--heap-gib", type=int, default=4)
     ap.add_argument("--graph", action="store_true", help="time CUDA-graph replays (the torch path is not capturable)")
     ap.add_argument("--inner", type=int, default=1)
+    ap.add_argument("--payloads", default="bf16,fp8", help="dispatch payloads: bf16, fp8 (combine is bf16)")
     a = ap.parse_args()
     me, W, dist = bench.start(a.heap_gib << 30, a.graph, a.inner)
     res = []
@@ -173,7 +186,9 @@ def main():
         for mode in a.modes.split(","):
             for T in (int(t) for t in (a.ht_tokens if mode == "high_throughput" else a.ll_tokens).split(",")):
                 for kind in a.routing.split(","):
-                    bench_case(me, W, dist, res, a.reps, mode, kind, T, H, K, E, torch.bfloat16)
+                    for payload in a.payloads.split(","):
+                        bench_case(me, W, dist, res, a.reps, mode, kind, T, H, K, E, torch.bfloat16,
+                                   fp8=payload == "fp8")
     if me == 0:
         print(json.dumps({"checks": bench.CHECKS, "graph_failures": bench.GRAPH.get("failed", [])}), flush=True)
         if a.json:

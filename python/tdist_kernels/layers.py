@@ -76,9 +76,16 @@ def functions():
     return tuple(_FUNCTIONS)
 
 
+def _no_fp8(buf):
+    if getattr(buf, "fp8", False):
+        raise KernelArgError("layers: an fp8 dispatch has no gradient (the quantization has none), and combine's "
+                             "backward would quantize the gradient: use a buffer without fp8")
+
+
 def moe_dispatch(x, topk_idx, topk_weights, buf):
     """Differentiable dispatch: returns (recv_x, counts, handle). The handle keeps ``topk_weights``
     (the caller's tensor) so that ``moe_combine`` gives it its gradient."""
+    _no_fp8(buf)
     holder = []
     recv_x, counts = functions()[0].apply(x, topk_idx, topk_weights, buf, holder)
     holder[0].weights_in = topk_weights
@@ -88,6 +95,7 @@ def moe_dispatch(x, topk_idx, topk_weights, buf):
 def moe_combine(y, handle):
     """Differentiable combine: gradients for ``y`` and for the routing weights given to
     ``moe_dispatch`` (where they require one)."""
+    _no_fp8(handle.buf)
     return functions()[1].apply(y, handle.weights_in, handle.buf, handle)
 
 

@@ -19,6 +19,10 @@ High-throughput mode, per dispatch (three launches on the current stream, no hos
 Combine is one launch (``moe_ht_combine_kernel``) over the same kind of rings, the home rank
 accumulating in fp32 (each slice its own columns) in a fixed order.
 
+fp8 dispatch (``fp8=True``, docs/MOE.md section 1): ``moe_fp8_pack_kernel`` quantizes each token
+once into a packed row (``H`` e4m3 codes, then ``H / 128`` float32 scales) of int32 words, and the
+dispatch kernels move those words as they move any payload; combine is unchanged.
+
 Low-latency mode: one launch each way (``moe_ll_dispatch_kernel``, ``moe_ll_combine_kernel``), the
 call epoch kept on the device (CUDA-graph safe), areas double-buffered by call parity.
 
@@ -228,6 +232,52 @@ def moe_counts_kernel(row_ptr, cnt_ptr, flag_ptr, ctl_ptr, plan_ptr, counts_out_
     tl.store(plan_ptr + 6, tl.sum(tl.where(mine_e & em, colsum, 0), axis=0))
     tl.store(plan_ptr + 7, tl.sum(n_recv, axis=0))
     tl.store(ctl_ptr, e)
+
+
+# ---------------------------------------------------------------------------------------------
+# fp8 dispatch: quantize and pack (docs/MOE.md section 1, "fp8 dispatch")
+
+FP8_BLOCK = 128
+FP8_MAX = tl.constexpr(448.0)
+
+
+@triton.jit
+def moe_fp8_pack_kernel(x_ptr, codes_ptr, scales_ptr, H, row_bytes,
+                        BLOCKS: tl.constexpr, BLOCK: tl.constexpr):
+    """Grid (T, cdiv(H / BLOCK, BLOCKS)): token t's blocks [BLOCKS * pid1, ...) of BLOCK columns.
+    ``codes_ptr`` (uint8) and ``scales_ptr`` (float32) view the same packed rows of ``row_bytes``
+    bytes: the codes at byte ``c``, block b's scale at byte ``H + 4 b``. Both divisions are
+    correctly rounded (``div_rn``), the e4m3 cast rounds to nearest even and saturates."""
+    t = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1) * BLOCKS + tl.arange(0, BLOCKS)
+    bm = b < H // BLOCK
+    cols = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    m = bm[:, None]
+    v = tl.load(x_ptr + t * H + cols, mask=m, other=0.0).to(tl.float32)
+    amax = tl.max(tl.abs(v), axis=1)
+    scale = tl.div_rn(tl.maximum(amax, 1e-10), FP8_MAX)
+    q = tl.div_rn(v, scale[:, None]).to(tl.float8e4nv)
+    tl.store(codes_ptr + t * row_bytes + cols, q.to(tl.uint8, bitcast=True), mask=m)
+    tl.store(scales_ptr + t * (row_bytes // 4) + H // 4 + b, scale, mask=bm)
+
+
+def fp8_row_words(hidden):
+    """int32 words of one packed fp8 row: ``hidden`` codes and ``hidden / 128`` float32 scales."""
+    return (hidden + hidden // FP8_BLOCK * 4) // 4
+
+
+def fp8_views(packed, hidden):
+    """(codes, scales) views of packed fp8 rows (int32 words, last dim ``fp8_row_words``):
+    codes ``(..., hidden)`` float8_e4m3fn and scales ``(..., hidden / 128)`` float32."""
+    import torch
+    codes = packed.view(torch.uint8)[..., :hidden].view(torch.float8_e4m3fn)
+    return codes, packed[..., hidden // 4:].view(torch.float32)
+
+
+def fp8_dequantize(codes, scales, dtype):
+    """``codes * scale`` per 128-column block, in ``dtype`` (what an expert without fp8 GEMMs reads)."""
+    v = codes.float().unflatten(-1, (scales.shape[-1], FP8_BLOCK)) * scales.unsqueeze(-1)
+    return v.flatten(-2).to(dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -644,7 +694,10 @@ def compile_cases(dtype="fp16"):
             "area_ptr": p, "flag_ptr": "*i64", "ctl_ptr": "*i64", "out_ptr": p, "rank": i, "world": i, "H": i,
             "K": i, "max_tokens": i, "S": i},
            {"BLOCK_T": 128, "BLOCK_H": 64, "BLOCK_K": 8})
-    return [("moe_layout", moe_layout_kernel, *layout),
+    pack = ({"x_ptr": p, "codes_ptr": "*u8", "scales_ptr": "*fp32", "H": i, "row_bytes": i},
+            {"BLOCKS": 8, "BLOCK": FP8_BLOCK})
+    return [("moe_fp8_pack", moe_fp8_pack_kernel, *pack),
+            ("moe_layout", moe_layout_kernel, *layout),
             ("moe_counts", moe_counts_kernel, *counts),
             ("moe_ht_dispatch", moe_ht_dispatch_kernel, *ht),
             ("moe_ht_combine", moe_ht_combine_kernel, *htc),
@@ -723,7 +776,7 @@ class MoeBuffer:
     """
 
     def __init__(self, num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", max_recv_rows=None,
-                 chunk_tokens=None, buffer_num=4, slices=None):
+                 chunk_tokens=None, buffer_num=4, slices=None, fp8=False):
         from ._resources import RESOURCES
         torch, ash, tdist = RESOURCES.runtime()
         self.torch, self.ash = torch, ash
@@ -740,8 +793,14 @@ class MoeBuffer:
             raise KernelArgError(f"{what}: hidden ({hidden}) and max_tokens ({max_tokens}) must be >= 1")
         if dtype not in (torch.bfloat16, torch.float16, torch.float32):
             raise KernelArgError(f"{what}: dtype must be bfloat16, float16 or float32, got {dtype}")
+        if fp8 and hidden % FP8_BLOCK:
+            raise KernelArgError(f"{what}: fp8=True needs hidden ({hidden}) to be a multiple of {FP8_BLOCK} (one scale "
+                                 "per block)")
         L = num_experts // W
-        es = torch.empty((), dtype=dtype).element_size()
+        # what dispatch moves per token: H elements of dtype, or a packed fp8 row of int32 words
+        self.fp8 = bool(fp8)
+        self.d_hidden, self.d_dtype = (fp8_row_words(hidden), torch.int32) if fp8 else (hidden, dtype)
+        es = torch.empty((), dtype=self.d_dtype).element_size()
         self.mode, self.num_experts, self.hidden = mode, num_experts, hidden
         self.topk, self.max_tokens = topk, max_tokens
         self.dtype, self.W, self.me, self.L = dtype, W, me, L
@@ -750,7 +809,7 @@ class MoeBuffer:
             self.max_recv_rows = max_recv_rows or max_tokens * W * min(topk, L)
             # A chunk is one credit round trip per slice: 1 MiB chunks (64 tokens at H = 7168 bf16) and
             # four ring slots keep the pipeline bandwidth-bound rather than latency-bound.
-            self.chunk = chunk_tokens or max(1, min(64, (1 << 20) // (hidden * es)))
+            self.chunk = chunk_tokens or max(1, min(64, (1 << 20) // (self.d_hidden * es)))
             self.nbuf = buffer_num
             # senders and receivers (2 S programs) wait on each other: all must be co-resident
             self.S = slices or max(1, min(32, cdiv(hidden, 256), resident_grid(RESOURCES.sm_budget(), 4) // 2))
@@ -761,7 +820,8 @@ class MoeBuffer:
             self.R = R
             n_ring = W * self.nbuf * self.chunk
             specs = [([2 * W * R], torch.int32), ([2 * W * SIG_ELEMS], torch.int64),
-                     ([n_ring * hidden], dtype), ([n_ring * topk], torch.int32), ([n_ring * topk], torch.float32),
+                     ([n_ring * self.d_hidden], self.d_dtype), ([n_ring * topk], torch.int32),
+                     ([n_ring * topk], torch.float32),
                      ([W * self.S * SIG_ELEMS], torch.int64), ([W * self.S * SIG_ELEMS], torch.int64),
                      ([n_ring * hidden], dtype),
                      ([W * self.S * SIG_ELEMS], torch.int64), ([W * self.S * SIG_ELEMS], torch.int64)]
@@ -774,7 +834,8 @@ class MoeBuffer:
             self.recv_rows = L * W * max_tokens
             self.HDR = 8
             n_area = 2 * W * max_tokens
-            specs = [([n_area * hidden], dtype), ([n_area * topk], torch.int32), ([n_area * topk], torch.int32),
+            specs = [([n_area * self.d_hidden], self.d_dtype), ([n_area * topk], torch.int32),
+                     ([n_area * topk], torch.int32),
                      ([n_area * topk], torch.float32), ([2 * W * self.HDR], torch.int32),
                      ([2 * W * SIG_ELEMS], torch.int64), ([n_area * hidden], dtype),
                      ([2 * W * self.S * SIG_ELEMS], torch.int64)]
@@ -782,7 +843,7 @@ class MoeBuffer:
             raise KernelArgError(f"{what}: a buffer is made (collectively, with a synchronisation) outside CUDA-graph "
                                  "capture: make it, or call the op once, eagerly first")
         _made[0] += 1  # every rank makes its buffers in the same order: the same key everywhere
-        key = ("moe", _made[0], mode, num_experts, hidden, topk, max_tokens, str(dtype), self.recv_rows)
+        key = ("moe", _made[0], mode, num_experts, hidden, topk, max_tokens, str(dtype), self.recv_rows, self.fp8)
         self.sym = RESOURCES.symmetric(key, *specs)
         dev = self.sym[0].device
         self.ctl = torch.zeros(4 * SIG_ELEMS, dtype=torch.int64, device=dev)  # call epochs (LL dispatch, combine)
@@ -797,7 +858,7 @@ class MoeBuffer:
 
     def _ht_dispatch(self, x, idx, w, T_real, T, recv_x):
         torch = self.torch
-        W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.hidden, x.device
+        W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.d_hidden, x.device
         cnt, flag, ring, ring_rows, ring_w, ready, credit = self.sym[:7]
         pos = torch.empty((max(T, 1), K), dtype=torch.int32, device=dev)
         row = torch.empty(self.R, dtype=torch.int32, device=dev)
@@ -805,7 +866,7 @@ class MoeBuffer:
         spos = torch.empty((max(T, 1), W), dtype=torch.int32, device=dev)
         plan = torch.empty(plan_len(E, W, L), dtype=torch.int32, device=dev)
         counts = torch.empty(L, dtype=torch.int32, device=dev)
-        recv_x = torch.empty((self.recv_rows, H), dtype=self.dtype, device=dev) if recv_x is None else recv_x
+        recv_x = torch.empty((self.recv_rows, H), dtype=self.d_dtype, device=dev) if recv_x is None else recv_x
         h_rows = torch.full((W * self.max_tokens, K), -1, dtype=torch.int32, device=dev)  # -1 past the tokens
         h_w = torch.empty((W * self.max_tokens, K), dtype=torch.float32, device=dev)
         bt = min(128, pow2(max(T, 1)))
@@ -836,9 +897,9 @@ class MoeBuffer:
 
     def _ll_dispatch(self, x, idx, w, T_real, T, recv_x):
         torch = self.torch
-        W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.hidden, x.device
+        W, E, L, K, H, dev = self.W, self.num_experts, self.L, self.topk, self.d_hidden, x.device
         area, meta_j, meta_pos, meta_w, hdr, flag = self.sym[:6]
-        recv_x = torch.empty((L, W * self.max_tokens, H), dtype=self.dtype, device=dev) if recv_x is None else recv_x
+        recv_x = torch.empty((L, W * self.max_tokens, H), dtype=self.d_dtype, device=dev) if recv_x is None else recv_x
         counts = torch.empty(L, dtype=torch.int32, device=dev)
         spos = torch.empty((max(T, 1), W), dtype=torch.int32, device=dev)
         h_rows = torch.full((W * self.max_tokens, K), -1, dtype=torch.int32, device=dev)  # -1 past the tokens
@@ -868,28 +929,62 @@ class MoeBuffer:
 
     # ---- API ----
 
+    def _check_x(self, x, what):
+        if x.dim() != 2 or x.shape[1] != self.hidden or x.dtype != self.dtype or not x.is_cuda:
+            raise KernelArgError(f"{what}: x must be a CUDA (T, {self.hidden}) {self.dtype} tensor, got "
+                                 f"{tuple(x.shape)} {x.dtype}")
+        return x.contiguous()
+
+    def _fp8_pack(self, x, what):
+        """The packed fp8 rows (T, fp8_row_words(H)) int32 of ``x``: a (T, H) tensor of the buffer's
+        dtype, quantized here, or ``(codes, scales)`` already quantized, packed as they are."""
+        torch, H = self.torch, self.hidden
+        nb = H // FP8_BLOCK
+        if isinstance(x, (tuple, list)):
+            codes, scales = x if len(x) == 2 else (None, None)
+            ok = codes is not None and codes.dim() == 2 and codes.shape[1] == H and codes.is_cuda and \
+                codes.dtype == torch.float8_e4m3fn and scales.dtype == torch.float32 and \
+                tuple(scales.shape) == (codes.shape[0], nb) and scales.device == codes.device
+            if not ok:
+                got = [(tuple(t.shape), t.dtype) for t in x] if all(hasattr(t, "shape") for t in x) else x
+                raise KernelArgError(f"{what}: fp8 x = (codes, scales) must be a (T, {H}) float8_e4m3fn and a "
+                                     f"(T, {nb}) float32 CUDA tensor, got {got}")
+            packed = torch.empty((codes.shape[0], self.d_hidden), dtype=torch.int32, device=codes.device)
+            pc, ps = fp8_views(packed, H)
+            pc.copy_(codes)
+            ps.copy_(scales)
+            return packed
+        x = self._check_x(x, what)
+        packed = torch.empty((x.shape[0], self.d_hidden), dtype=torch.int32, device=x.device)
+        if x.shape[0]:
+            blocks = min(8, pow2(nb))
+            moe_fp8_pack_kernel[(x.shape[0], cdiv(nb, blocks))](
+                x, packed.view(torch.uint8), packed.view(torch.float32), H, 4 * self.d_hidden,
+                BLOCKS=blocks, BLOCK=FP8_BLOCK)
+        return packed
+
     def dispatch(self, x, topk_idx, topk_weights, check=True, out=None):
         """Collective. ``x`` (T, H) of the buffer's dtype, ``topk_idx`` (T, K) int64 or int32 (-1: empty slot),
         ``topk_weights`` (T, K) float32; T <= max_tokens on every rank (a larger T fails on every rank).
         ``check``: raise ``InvalidValue`` on a bad input of any rank (one host synchronisation); with
-        ``check=False`` nothing synchronises and ``handle.status`` carries the verdict."""
+        ``check=False`` nothing synchronises and ``handle.status`` carries the verdict.
+        fp8 buffer: ``x`` may also be ``(codes, scales)`` ((T, H) float8_e4m3fn, (T, H / 128) float32),
+        ``recv_x`` is ``(codes, scales)``, views of the packed rows (``fp8_views``), and ``out`` (if
+        given) the packed rows themselves, int32 words."""
         torch = self.torch
         what = "moe_dispatch"
-        if x.dim() != 2 or x.shape[1] != self.hidden or x.dtype != self.dtype or not x.is_cuda:
-            raise KernelArgError(f"{what}: x must be a CUDA (T, {self.hidden}) {self.dtype} tensor, got "
-                                 f"{tuple(x.shape)} {x.dtype}")
+        x = self._fp8_pack(x, what) if self.fp8 else self._check_x(x, what)
         T_real = x.shape[0]
         if tuple(topk_idx.shape) != (T_real, self.topk) or tuple(topk_weights.shape) != (T_real, self.topk):
             raise KernelArgError(f"{what}: topk_idx and topk_weights must be ({T_real}, {self.topk}), got "
                                  f"{tuple(topk_idx.shape)} and {tuple(topk_weights.shape)}")
-        x = x.contiguous()
         idx = topk_idx.to(torch.int32).contiguous()  # int32 on the device: no narrowing casts in the kernels
         w = topk_weights.to(torch.float32).contiguous()
         T = min(T_real, self.max_tokens)  # a larger T is refused on every rank through the status words
-        want = (self.recv_rows, self.hidden) if self.mode == "high_throughput" else \
-            (self.L, self.W * self.max_tokens, self.hidden)
-        if out is not None and (tuple(out.shape) != want or out.dtype != self.dtype or not out.is_contiguous()):
-            raise KernelArgError(f"{what}: out must be a contiguous {want} {self.dtype}, got {tuple(out.shape)} "
+        want = (self.recv_rows, self.d_hidden) if self.mode == "high_throughput" else \
+            (self.L, self.W * self.max_tokens, self.d_hidden)
+        if out is not None and (tuple(out.shape) != want or out.dtype != self.d_dtype or not out.is_contiguous()):
+            raise KernelArgError(f"{what}: out must be a contiguous {want} {self.d_dtype}, got {tuple(out.shape)} "
                                  f"{out.dtype}")
         if self.mode == "high_throughput":
             recv_x, counts, h = self._ht_dispatch(x, idx, w, T_real, T, out)
@@ -897,7 +992,7 @@ class MoeBuffer:
             recv_x, counts, h = self._ll_dispatch(x, idx, w, T_real, T, out)
         if check:
             h.check()
-        return recv_x, counts, h
+        return (fp8_views(recv_x, self.hidden) if self.fp8 else recv_x), counts, h
 
     def combine(self, y, handle, unit_weights=False):
         """Collective. ``y`` in the layout of the dispatch output of ``handle``; returns (T, H):

@@ -443,21 +443,29 @@ MOE_MODES = ("high_throughput", "low_latency")
 
 
 def moe_dispatch(x, topk_idx, topk_weights, num_experts, max_tokens, mode="high_throughput", check=True,
-                 **buffer_options):
+                 dtype=None, **buffer_options):
     """Route tokens to the ranks holding their top-k experts (each token once per destination rank),
     returning ``(recv_x, counts, handle)``: the received rows grouped by local expert, the rows per
     local expert (int32, device), and the handle for ``moe_combine``. ``x`` (T, H), ``topk_idx``
     (T, K) (-1: empty slot), ``topk_weights`` (T, K); ``max_tokens`` bounds T on every rank (the
     same on all). ``buffer_options``: ``max_recv_rows``, ``chunk_tokens``, ``buffer_num``, ``slices``
-    (docs/MOE.md section 2). ``check=False``: no host synchronisation; ``handle.status`` carries the
-    verdict on bad input."""
+    (docs/MOE.md section 2), ``fp8`` (section 1, "fp8 dispatch": ``recv_x`` is then ``(codes, scales)``,
+    and ``x`` may be too). ``dtype``: the payload dtype of the buffer (combine's), by default x's, or
+    bfloat16 for an fp8 ``(codes, scales)`` x. ``check=False``: no host synchronisation; ``handle.status``
+    carries the verdict on bad input."""
     from . import moe as _moe
     if mode not in MOE_MODES:
         raise KernelArgError(f"moe_dispatch: mode must be one of {MOE_MODES}, got {mode!r}")
-    if x.dim() != 2 or topk_idx.dim() != 2:
-        raise KernelArgError(f"moe_dispatch: x (T, H) and topk_idx (T, K) expected, got {tuple(x.shape)} and "
-                             f"{tuple(topk_idx.shape)}")
-    buf = _moe.buffer_for(num_experts, x.shape[1], topk_idx.shape[1], max_tokens, x.dtype, mode, **buffer_options)
+    quantized = isinstance(x, (tuple, list))
+    if quantized and not buffer_options.get("fp8"):
+        raise KernelArgError("moe_dispatch: x = (codes, scales) is an fp8 input: pass fp8=True")
+    x0 = x[0] if quantized and len(x) == 2 else x
+    if not hasattr(x0, "dim") or x0.dim() != 2 or topk_idx.dim() != 2:
+        raise KernelArgError(f"moe_dispatch: x (T, H) and topk_idx (T, K) expected, got "
+                             f"{tuple(getattr(x0, 'shape', ()))} and {tuple(topk_idx.shape)}")
+    if dtype is None:
+        dtype = _torch.bfloat16 if quantized else x.dtype
+    buf = _moe.buffer_for(num_experts, x0.shape[1], topk_idx.shape[1], max_tokens, dtype, mode, **buffer_options)
     return buf.dispatch(x, topk_idx, topk_weights, check=check)
 
 

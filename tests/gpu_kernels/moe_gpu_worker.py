@@ -8,8 +8,10 @@ call, rows past the groups must stay NaN in high-throughput mode), the counts ex
 within (2 u + 8 K 2^-24) * sum_k |w y| (identity-scaled experts: y = x * (1 + e / 16), rounded to the
 dtype). Routing: random, skewed (hot experts, the last rank receives nothing, rank 1 sends nothing,
 empty slots), all to rank 0. Both modes, several consecutive calls (rings and epochs across calls),
-low latency under CUDA-graph replay, bad input on one rank (every rank raises, no hang), and the
-autograd Functions. Prints PASS/FAIL per check and "rank r: n failure(s)"; exits 1 on a failure."""
+low latency under CUDA-graph replay, bad input on one rank (every rank raises, no hang), the
+autograd Functions, and the fp8 dispatch (codes and scales against a torch quantization of every
+source row, bit for bit; the experts and the combine reference read the dequantized rows).
+Prints PASS/FAIL per check and "rank r: n failure(s)"; exits 1 on a failure."""
 import os
 import sys
 import time
@@ -25,7 +27,7 @@ import shmem as ash  # noqa: E402
 import tdist  # noqa: E402
 from tdist_kernels import ops  # noqa: E402
 from tdist_kernels import layers  # noqa: E402
-from tdist_kernels.moe import MoeBuffer  # noqa: E402
+from tdist_kernels.moe import MoeBuffer, fp8_dequantize, fp8_row_words  # noqa: E402
 
 failures = []
 UNIT = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11, torch.float32: 2.0 ** -24}
@@ -86,41 +88,62 @@ def scale(e):
     return 1.0 + (e % 16) / 16.0
 
 
+def quantize_fp8(x):
+    """docs/MOE.md's fp8 quantization in torch: (codes (T, H) float8_e4m3fn, scales (T, H / 128))."""
+    T, H = x.shape
+    xf = x.float().reshape(T, H // 128, 128)
+    sc = xf.abs().amax(-1).clamp_min(1e-10) / 448.0
+    return (xf / sc.unsqueeze(-1)).to(torch.float8_e4m3fn).reshape(T, H), sc
+
+
 def one_case(seed, me, W, mode, dtype, E, H, K, max_tokens, routing, calls, **opts):
     name = f"moe {mode} {routing} {dtype} E={E} H={H} K={K} T<={max_tokens} {opts}"
     buf = MoeBuffer(E, H, K, max_tokens, dtype, mode=mode, **opts)
+    fp8 = opts.get("fp8", False)
     L = E // W
     ok_d = ok_c = ok_n = ok_p = True
+    # what arrives of a source row: the row itself, or its packed fp8 form (codes, then scales)
+    wire = (lambda xs: torch.cat([xs[0].view(torch.uint8), xs[1].view(torch.uint8)], 1)) if fp8 else (lambda xs: xs)
     for call in range(calls):
         tag = f"{name}-{call}"
         all_in = [inputs(seed, r, tag, W, E, H, K, max_tokens, routing, dtype) for r in range(W)]
         x, idx, w = all_in[me]
-        shape = (buf.recv_rows, H) if mode == "high_throughput" else (L, W * max_tokens, H)
-        out = torch.full(shape, float("nan"), dtype=dtype, device="cuda")
-        recv, counts, h = buf.dispatch(x.cuda(), idx.cuda(), w.cuda(), out=out)
+        rows = [wire(quantize_fp8(xr) if fp8 else xr) for xr, _, _ in all_in]
+        # the experts' input: the rows as sent, dequantized with fp8
+        seen = fp8_dequantize(*quantize_fp8(x), dtype) if fp8 else x
+        width = fp8_row_words(H) if fp8 else H
+        shape = (buf.recv_rows, width) if mode == "high_throughput" else (L, W * max_tokens, width)
+        out = torch.full(shape, -1, dtype=torch.int32, device="cuda") if fp8 else \
+            torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+        # fp8: odd calls hand over (codes, scales) quantized by torch instead of x
+        xin = tuple(t.cuda() for t in quantize_fp8(x)) if fp8 and call % 2 else x.cuda()
+        recv, counts, h = buf.dispatch(xin, idx.cuda(), w.cuda(), out=out)
         torch.cuda.synchronize()
         ref = groups(all_in, me, L, K)
         ok_n &= counts.cpu().tolist() == [len(g) for g in ref]
-        flat = recv.reshape(-1, H).cpu()
-        y = torch.full_like(recv, float("nan"))
+        flat = (out.view(torch.uint8) if fp8 else recv).reshape(-1, rows[0].shape[1]).cpu()
+        if fp8:
+            ok_d &= recv[0].data_ptr() == out.data_ptr() and tuple(recv[1].shape) == shape[:-1] + (H // 128,)
+            recv = fp8_dequantize(*recv, dtype)
+        y = torch.full(shape[:-1] + (H,), float("nan"), dtype=dtype, device="cuda")
         used = torch.zeros(flat.shape[0], dtype=torch.bool)
         start = 0
         for j in range(L):
             s0 = start if mode == "high_throughput" else j * W * max_tokens
-            want = torch.stack([all_in[r][0][t] for r, t in ref[j]]) if ref[j] else torch.empty(0, H, dtype=dtype)
+            want = torch.stack([rows[r][t] for r, t in ref[j]]) if ref[j] else flat[:0]
             ok_d &= torch.equal(flat[s0:s0 + len(ref[j])], want)
             used[s0:s0 + len(ref[j])] = True
             y.reshape(-1, H)[s0:s0 + len(ref[j])] = (recv.reshape(-1, H)[s0:s0 + len(ref[j])].float() *
                                                    scale(me * L + j)).to(dtype)
             start += len(ref[j])
         if mode == "high_throughput":
-            ok_p &= bool(torch.isnan(flat[~used].float()).all())
+            ok_p &= bool((flat[~used] == 255).all()) if fp8 else bool(torch.isnan(flat[~used].float()).all())
         got = buf.combine(y, h).cpu().double()
         ys = torch.zeros(x.shape[0], K, H, dtype=torch.float64)
         for k in range(K):
             e = idx[:, k]
             sc = torch.tensor([scale(int(v)) for v in e], dtype=torch.float32) if len(e) else torch.empty(0)
-            yk = (x.float() * sc[:, None]).to(dtype).double()
+            yk = (seen.float() * sc[:, None]).to(dtype).double()
             ys[:, k] = torch.where((e >= 0)[:, None], yk * w[:, k:k + 1].double(), 0.0)
         want = ys.sum(1)
         tol = (2 * UNIT[dtype] + 8 * K * 2.0 ** -24) * ys.abs().sum(1)
@@ -182,6 +205,29 @@ def scenario_graph(seed, me, W):
         tol = (2 * UNIT[torch.bfloat16] + 16 * 2.0 ** -24) * want.abs()
         ok &= bool(((res["out"].double() - want).abs() <= tol).all())
     check("moe low_latency CUDA-graph replays", ok)
+
+
+def scenario_fp8(seed, me, W):
+    for mode in ("high_throughput", "low_latency"):
+        for routing in ("random", "skewed"):
+            one_case(seed, me, W, mode, torch.bfloat16, 2 * W, 384, 2, 29, routing, 4, fp8=True,
+                     **({"chunk_tokens": 5, "slices": 3} if mode == "high_throughput" else {}))
+    one_case(seed, me, W, "high_throughput", torch.bfloat16, 8 * W, 7168 // 2, 8, 48, "random", 2, fp8=True)
+    from tdist_kernels._common import KernelArgError
+    for what, fn in (("hidden not a multiple of 128", lambda: MoeBuffer(2 * W, 200, 2, 8, torch.bfloat16, fp8=True)),
+                     ("(codes, scales) of the wrong dtype", lambda: ops.moe_dispatch(
+                         (torch.zeros(2, 256, device="cuda"), torch.zeros(2, 2, device="cuda")),
+                         torch.zeros(2, 2, dtype=torch.int64, device="cuda"), torch.ones(2, 2, device="cuda"),
+                         2 * W, 8, fp8=True)),
+                     ("layers refuse an fp8 buffer", lambda: layers.moe_dispatch(
+                         torch.zeros(2, 256, device="cuda", dtype=torch.bfloat16),
+                         torch.zeros(2, 2, dtype=torch.int64, device="cuda"), torch.ones(2, 2, device="cuda"),
+                         MoeBuffer(2 * W, 256, 2, 8, torch.bfloat16, fp8=True)))):
+        try:
+            fn()
+            check(f"moe fp8 refuses {what}", False)
+        except KernelArgError as e:
+            check(f"moe fp8 refuses {what}", True, str(e)[:120])
 
 
 def scenario_errors(seed, me, W):
@@ -262,7 +308,7 @@ def main():
     print(f"rank {me}/{W}: seed {seed}", flush=True)
     only = os.environ.get("TDIST_KERNELS_ONLY", "")
     for name, fn in (("modes", scenario_modes), ("graph", scenario_graph), ("errors", scenario_errors),
-                     ("autograd", scenario_autograd)):
+                     ("autograd", scenario_autograd), ("fp8", scenario_fp8)):
         if only and name not in only.split(","):
             continue
         t0 = time.monotonic()
