@@ -13,6 +13,7 @@ its ranks when one fails; the other hosts' ranks see them lost and fail naming t
 Or one command for all hosts, mpirun's way:
 
     tdist-run --hosts h1:2,h2:2 [--rsh 'ssh -o BatchMode=yes {host}'] [--env NAME[=VALUE]] -- command ...
+    tdist-run --hostfile FILE ... -- command ...     # FILE: "h1 slots=2" per line, as mpirun's
 
 starts one tdist-run per host through the remote shell (``--rsh``, default ``$TDIST_RSH`` or ssh:
 a command prefix that runs one shell command string on ``{host}``, appended as its last argument),
@@ -160,6 +161,49 @@ def parse_hosts(spec):
     return hosts
 
 
+MAX_HOSTFILE_BYTES = 1 << 20
+
+
+def parse_hostfile(path):
+    """[(host, n)] of a hostfile, Open MPI's format: one host per line, ``HOST``, ``HOST slots=N`` or
+    ``HOST:N``; ``#`` starts a comment; a host named twice adds its ranks to its first line (as
+    mpirun does). ValueError naming the file, line and entry."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_HOSTFILE_BYTES + 1)
+    except OSError as e:
+        raise ValueError(f"--hostfile {path}: {e.strerror}") from None
+    if len(data) > MAX_HOSTFILE_BYTES:
+        raise ValueError(f"--hostfile {path}: larger than {MAX_HOSTFILE_BYTES} bytes")
+    hosts = {}
+    for no, raw in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        line = raw.split("#", 1)[0].split()
+        if not line:
+            continue
+        where = f"--hostfile {path} line {no}"
+        name, n = line[0], 1
+        rest = line[1:]
+        if ":" in name:
+            if rest:
+                raise ValueError(f"{where}: {raw.strip()!r}: HOST:N takes nothing after it")
+            name, _, cnt = name.rpartition(":")
+            rest = [f"slots={cnt}"]
+        for opt in rest:
+            key, eq, val = opt.partition("=")
+            if key == "slots" and eq and val.isdigit() and int(val) >= 1:
+                n = int(val)
+            elif key in ("max_slots", "max-slots") and eq and val.isdigit():
+                continue  # a cap mpirun reads; the slots given are what runs
+            else:
+                raise ValueError(f"{where}: {opt!r} is not slots=N with N >= 1")
+        if not name:
+            raise ValueError(f"{where}: {raw.strip()!r} names no host")
+        hosts[name] = hosts.get(name, 0) + n
+    if not hosts:
+        raise ValueError(f"--hostfile {path}: no host in it")
+    return list(hosts.items())
+
+
 def forwarded_env(names):
     """The variables every host gets: each TDIST_* of this environment but the secret, and
     ``--env`` NAME (this environment's value) or NAME=VALUE."""
@@ -197,9 +241,9 @@ def host_command(a, cmd, h, hosts, master, port, env):
 
 
 def run_hosts(a, cmd, ap):
-    """--hosts: one launcher per host through the remote shell; returns the exit status."""
+    """--hosts / --hostfile: one launcher per host through the remote shell; returns the exit status."""
     try:
-        hosts = parse_hosts(a.hosts)
+        hosts = parse_hostfile(a.hostfile) if a.hostfile else parse_hosts(a.hosts)
         env = forwarded_env(a.env)
     except ValueError as e:
         ap.error(str(e))
@@ -285,6 +329,8 @@ def main(argv=None):
                     help="global rank of this host's first rank (default node_rank * n; hosts with other counts)")
     ap.add_argument("--world-size", type=int, default=None, help="ranks of the whole job (default nnodes * n)")
     ap.add_argument("--hosts", default=None, help="HOST:N,HOST:N,...: start the job on these hosts (remote shell)")
+    ap.add_argument("--hostfile", default=None, help="the hosts of --hosts from a file, Open MPI's format: "
+                    "one 'HOST slots=N' (or HOST, HOST:N) per line, # comments")
     ap.add_argument("--rsh", default=None, help="with --hosts: the remote shell prefix, {host} replaced "
                     "(default $TDIST_RSH or 'ssh -o BatchMode=yes {host}')")
     ap.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
@@ -296,7 +342,9 @@ def main(argv=None):
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
     if not cmd:
         ap.error("no command given (tdist-run -n N -- command ...)")
-    if a.hosts is not None:
+    if a.hosts is not None and a.hostfile is not None:
+        ap.error("give --hosts or --hostfile, not both")
+    if a.hosts is not None or a.hostfile is not None:
         if a.nranks is not None or a.nnodes != 1 or a.node_rank != 0 or a.first_rank is not None or \
                 a.world_size is not None:
             ap.error("--hosts gives every host's rank count: it does not go with -n, --nnodes, --node-rank, "

@@ -137,3 +137,26 @@ def test_hosts_failure_and_bad_specs():
                        (["--hosts", "a:1", "--env", "TDIST_STORE_SECRET=x"], "passed on the remote shell's stdin")):
         p, _ = run(args + ["--", "true"])
         assert p.returncode == 2 and want in p.stderr, (args, p.stderr)
+
+
+def test_hostfile(tmp_path):
+    """--hostfile in Open MPI's format: slots=N, HOST:N and bare HOST lines, comments, a host named
+    twice adding its ranks; malformed lines are errors naming the file and line."""
+    hf = tmp_path / "hosts"
+    hf.write_text("# two fake hosts\n\na slots=2  # first\nb\n  a:1\n")
+    code = "import os; print(os.environ['FAKEHOST'], os.environ['RANK'], os.environ['LOCAL_WORLD_SIZE'])"
+    p, _ = run(["--hostfile", str(hf), "--rsh", FAKE_RSH, "--mps", "off", "--", sys.executable, "-c", code])
+    assert p.returncode == 0, p.stderr
+    rows = sorted(ln.split("] ", 1)[1] for ln in p.stdout.splitlines() if ln.startswith("[rank "))
+    assert rows == ["a 0 3", "a 1 3", "a 2 3", "b 3 1"], rows
+    for text, want in (("a slots=0\n", "line 1: 'slots=0' is not slots=N"),
+                       ("a\nb cpus=2\n", "line 2: 'cpus=2' is not slots=N"),
+                       ("a:2 slots=3\n", "line 1: 'a:2 slots=3': HOST:N takes nothing after it"),
+                       ("# nothing\n", "no host in it")):
+        hf.write_text(text)
+        p, _ = run(["--hostfile", str(hf), "--rsh", FAKE_RSH, "--", "true"])
+        assert p.returncode == 2 and want in p.stderr, (text, p.stderr)
+    p, _ = run(["--hostfile", str(tmp_path / "missing"), "--", "true"])
+    assert p.returncode == 2 and "No such file" in p.stderr, p.stderr
+    p, _ = run(["--hostfile", str(hf), "--hosts", "a:1", "--", "true"])
+    assert p.returncode == 2 and "not both" in p.stderr, p.stderr
