@@ -221,6 +221,18 @@ def cta_sync(_semantic=None, _builder=None):
     return None
 
 
+@tlc.builtin
+def fence_proxy_async(_semantic=None, _builder=None):
+    """Order what this thread observed through the generic proxy (an acquire wait on a signal) before
+    its later bulk tensor copies (TMA loads, the async proxy) of global memory: ``fence.proxy.async.global``
+    on CUDA. Nothing elsewhere (no TMA there)."""
+    f = Front("fence_proxy_async", _semantic, _builder)
+    if f.lowering == "ptx":
+        tlc.inline_asm_elementwise("fence.proxy.async.global; mov.u32 $0, 0;", "=r", [], dtype=tl.int32,
+                                   is_pure=False, pack=1, _semantic=_semantic)
+    return None
+
+
 @triton.jit
 def wait_ge(ptr, v):
     """Acquire wait (every thread) until the int64 at ``ptr`` >= ``v``: the one device wait through

@@ -33,6 +33,52 @@ def k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk,
     return acc
 
 
+@triton.jit
+def k_loop_tma(a_desc, b_desc, row0, col0, K,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """fp32 accumulator of the output tile at (row0, col0) from tensor descriptors (TMA loads; rows,
+    columns and k past the tensors read as zero)."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        acc = tl.dot(a_desc.load([row0, k]), b_desc.load([k, col0]), acc)
+    return acc
+
+
+TILE_LOADS = ("auto", "tma", "pointer")
+
+
+def use_tma(dt, *tensors):
+    """Whether the Triton GEMMs load their tiles with TMA: 16-bit dtypes on a GPU of compute capability
+    9 or newer, with Triton's tensor descriptors, every operand 16-byte aligned with a unit last stride
+    and 16-byte row strides. ``TDIST_TRITON_GEMM_LOADS`` = pointer / tma / auto (the default) forces or
+    frees the choice ("tma" where the operands do not allow it is an error)."""
+    import os
+    import torch
+    mode = os.environ.get("TDIST_TRITON_GEMM_LOADS", "auto")
+    if mode not in TILE_LOADS:
+        raise ValueError(f"TDIST_TRITON_GEMM_LOADS must be one of {TILE_LOADS}, got {mode!r}")
+    if mode == "pointer":
+        return False
+    ok = dt in ("float16", "bfloat16") and torch.cuda.get_device_capability(tensors[0].device)[0] >= 9
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        ok = False
+    for t in tensors:
+        es = t.element_size()
+        ok = ok and t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all((s * es) % 16 == 0 for s in t.stride()[:-1])
+    if mode == "tma" and not ok:
+        raise ValueError("TDIST_TRITON_GEMM_LOADS=tma: these operands cannot be loaded with TMA (16-bit dtype, "
+                         "compute capability >= 9, 16-byte aligned, unit last stride, 16-byte row strides)")
+    return ok
+
+
+def descriptor(t, block):
+    """Triton's host tensor descriptor of ``t`` (2-D) with box ``block``."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    return TensorDescriptor.from_tensor(t, list(block))
+
+
 def gemm_cfg(dt):
     """Block configuration and launch options of the Triton GEMMs for dtype name ``dt``."""
     if dt == "float32":

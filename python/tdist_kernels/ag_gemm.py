@@ -13,7 +13,8 @@ Forms (``ops.AG_GEMM_IMPLS``; ``ops`` picks one for "auto" by placement):
     every rank's rows in place (``shmem.peer_stack``, no gather copy at all), otherwise after the
     gather completes.
 ``triton``
-    One Triton GEMM whose tiles of other ranks' rows wait for the signals of their chunks:
+    One Triton GEMM whose tiles of other ranks' rows wait for the signals of their chunks (tiles
+    loaded by TMA where the GPU and operands allow, ``_gemm.use_tma``; pointer loads elsewhere):
       * on a side stream, for each chunk of ``chunk_m`` rows of the local ``a``: the copy engine
         puts it into the gather buffer ``[W * M, K]`` of this rank (first) and of every peer
         (rank + 1, ...), and a stream signal sets slot ``(rank, chunk)`` at the target once the
@@ -37,8 +38,8 @@ from triton.language import core as tlc
 
 import triton_dist.language as dl
 
-from ._common import SIG, SIG_ELEMS, cdiv
-from ._gemm import GemmStreams, compile_cfg, gemm_cfg, k_loop, tile_of
+from ._common import SIG, SIG_ELEMS, cdiv, fence_proxy_async
+from ._gemm import GemmStreams, compile_cfg, descriptor, gemm_cfg, k_loop, k_loop_tma, tile_of, use_tma
 from ._resources import RESOURCES, contiguous_out, side_stream, signal_round
 
 
@@ -46,6 +47,20 @@ from ._resources import RESOURCES, contiguous_out, side_stream, signal_round
 def _elem_bytes(p, _semantic=None, _builder=None):
     """Bytes per element of the pointer ``p`` (a constant), in either front end."""
     return tl.constexpr(tlc._unwrap_if_constexpr(p).dtype.element_ty.primitive_bitwidth // 8)
+
+
+@triton.jit
+def wait_rows(sig_ptr, row0, last, M, n_chunks, CHUNK_M: tl.constexpr):
+    """Acquire wait for every chunk signal of gather rows row0..last. Slot (s, c) = s * n_chunks + c is
+    monotone in the row and steps by at most one from a row to the next, so the chunks those rows lie
+    in are exactly the slots first..last, consecutive: one wait on all of them. (With M or the last
+    chunk shorter than BLOCK_M a tile reads more than the chunks of its first and last rows: a whole
+    rank in between, or a source's short tail.)"""
+    src0 = row0 // M
+    src1 = last // M
+    first = src0 * n_chunks + (row0 - src0 * M) // CHUNK_M
+    final = src1 * n_chunks + (last - src1 * M) // CHUNK_M
+    return dl.wait(sig_ptr + first * SIG, final - first + 1, "gpu", "acquire", waitValue=1, slot_stride=SIG)
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
@@ -77,17 +92,9 @@ def ag_gemm_kernel(
         # A tile of other ranks' rows waits for their chunk signals; the own rows are read in place.
         # Only a token leaves the if, and the own rows are addressed as an offset from the gather
         # buffer: a pointer that leaves an if/else crashes triton-ascend 3.2's triton-to-unstructure.
-        # Slot (s, c) = s * n_chunks + c is monotone in the row and steps by at most one from a row to
-        # the next, so the chunks the tile reads are exactly the slots first..last, consecutive: one
-        # wait on all of them. (With M or the last chunk shorter than BLOCK_M a tile reads more than
-        # the chunks of its first and last rows: a whole rank in between, or a source's short tail.)
         tok = rank * 0
         if own == 0:
-            src0 = row0 // M
-            src1 = last // M
-            first = src0 * n_chunks + (row0 - src0 * M) // CHUNK_M
-            final = src1 * n_chunks + (last - src1 * M) // CHUNK_M
-            tok = dl.wait(sig_ptr + first * SIG, final - first + 1, "gpu", "acquire", waitValue=1, slot_stride=SIG)
+            tok = wait_rows(sig_ptr, row0, last, M, n_chunks, CHUNK_M)
         g = dl.consume_token(gather_ptr, tok)
         own64 = own.to(tl.int64)
         # elements from the gather buffer to a (both 16-byte aligned, so a multiple of 16 bytes)
@@ -101,6 +108,41 @@ def ag_gemm_kernel(
         rm_s = row0 + tl.arange(0, BLOCK_M)
         tl.store(c_ptr + rm_s.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn, c,
                  mask=(rm_s < total_m)[:, None] & nmask[None, :])
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def ag_gemm_tma_kernel(
+    a_desc, g_desc, b_desc, c_ptr, sig_ptr,
+    rank, world, M, N, K,
+    stride_cm, stride_cn,
+    CHUNK_M: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """``ag_gemm_kernel`` with its tiles loaded by TMA (CUDA, compute capability >= 9): ``a_desc``
+    over this rank's ``a`` (M, K), ``g_desc`` over the gather buffer (W * M, K), ``b_desc`` over b.
+    The same tile order and the same waits; after a wait, a proxy fence orders the signal's acquire
+    before the bulk copies that read the rows it announced."""
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    total_m = world * M
+    tiles_m = tl.cdiv(total_m, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    n_chunks = tl.cdiv(M, CHUNK_M)
+    for tile in range(pid, tiles_m * tiles_n, nprog):
+        tm, tn = tile_of(tile, tiles_m, tiles_n, GROUP_M)
+        tm = (tm + (rank * M) // BLOCK_M) % tiles_m  # swizzle: tile 0 holds the own first row
+        row0 = tm * BLOCK_M
+        last = tl.minimum(row0 + BLOCK_M, total_m) - 1
+        if (row0 // M == rank) & (last // M == rank):  # own rows only: read in place, no wait
+            acc = k_loop_tma(a_desc, b_desc, row0 - rank * M, tn * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
+        else:
+            wait_rows(sig_ptr, row0, last, M, n_chunks, CHUNK_M)
+            fence_proxy_async()
+            acc = k_loop_tma(g_desc, b_desc, row0, tn * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
+        rm = row0 + tl.arange(0, BLOCK_M)
+        rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
+        tl.store(c_ptr + rm.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+                 mask=(rm < total_m)[:, None] & (rn < N)[None, :])
 
 
 def ag_gemm_signal_slots(world, M, chunk_m):
@@ -139,8 +181,13 @@ def run_triton(a, b, out, W, me, dt, chunk_m=None):
                 target = (me + j) % W
                 ash.putmem_on_stream(gather[me * M + r0:me * M + r0 + rows], a[r0:r0 + rows], target, stream=comm)
                 ash.signal_op_on_stream(sig[(me * n_chunks + c) * SIG_ELEMS:], 1, target, stream=comm)
-        ag_gemm_kernel[(grid,)](a, b, out, gather, sig, me, W, M, N, K, *b.stride(), *out.stride(),
-                                CHUNK_M=chunk, **cfg)
+        if use_tma(dt, a, b, gather):
+            bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+            ag_gemm_tma_kernel[(grid,)](descriptor(a, (bm, bk)), descriptor(gather, (bm, bk)), descriptor(b, (bk, bn)),
+                                        out, sig, me, W, M, N, K, *out.stride(), CHUNK_M=chunk, **cfg)
+        else:
+            ag_gemm_kernel[(grid,)](a, b, out, gather, sig, me, W, M, N, K, *b.stride(), *out.stride(),
+                                    CHUNK_M=chunk, **cfg)
     return out
 
 
@@ -209,4 +256,14 @@ def compile_cases(dtype="fp16"):
          {"a_ptr": p, "b_ptr": p, "c_ptr": p, "gather_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "M": i,
           "N": i, "K": i, "stride_bk": i, "stride_cm": i},
          dict(CHUNK_M=512, stride_bn=1, stride_cn=1, **big), opts),  # unit strides: as Triton specialises them
-    ]
+    ] + ([] if dtype == "fp32" else [  # TMA only for 16-bit dtypes
+        ("ag_gemm_tma", ag_gemm_tma_kernel,
+         {"a_desc": _desc(dtype, big["BLOCK_M"], big["BLOCK_K"]),
+          "g_desc": _desc(dtype, big["BLOCK_M"], big["BLOCK_K"]),
+          "b_desc": _desc(dtype, big["BLOCK_K"], big["BLOCK_N"]), "c_ptr": p, "sig_ptr": "*i64", "rank": i,
+          "world": i, "M": i, "N": i, "K": i, "stride_cm": i},
+         dict(CHUNK_M=512, stride_cn=1, **big), opts)])
+
+
+def _desc(dtype, rows, cols):
+    return f"tensordesc<{dtype}[{rows}, {cols}]>"

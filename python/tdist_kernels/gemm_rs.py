@@ -19,7 +19,8 @@ Forms (``ops.GEMM_RS_IMPLS``; ``ops`` picks one for "auto" by placement):
     One cuBLAS GEMM of the whole product into a symmetric buffer, a barrier, then one pass
     (``sum_peer_rows_kernel``) pulls this rank's block from every PE and sums it.
 ``triton``
-    * GEMM programs compute tiles of the partial product, owner by owner starting with the rank
+    * GEMM programs (tiles loaded by TMA where the GPU and operands allow, ``_gemm.use_tma``)
+      compute tiles of the partial product, owner by owner starting with the rank
       after this one (so the ranks write to different owners at any time); each tile is stored in
       fp32 into the owner's symmetric receive buffer ``[W, M / W, N]`` at slot ``rank`` straight
       from the epilogue, then fence + signal ``(tile, rank)`` at the owner.
@@ -36,7 +37,7 @@ import triton.language as tl
 import triton_dist.language as dl
 
 from ._common import SIG, SIG_ELEMS, cdiv, fence_sys
-from ._gemm import GemmStreams, compile_cfg, gemm_cfg, k_loop, tile_of
+from ._gemm import GemmStreams, compile_cfg, descriptor, gemm_cfg, k_loop, k_loop_tma, tile_of, use_tma
 from ._resources import RESOURCES, contiguous_out, side_stream, signal_round
 
 
@@ -69,6 +70,32 @@ def gemm_rs_kernel(
     a_ptrs = a_ptr + grow[:, None] * stride_am + rk[None, :] * stride_ak
     b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
     acc = k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
+    dst = dl.symm_at(recv_ptr, owner)
+    tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
+             mask=(rm < mloc)[:, None] & (rn < N)[None, :])
+    fence_sys()
+    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, owner, 1)
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def gemm_rs_tma_kernel(
+    a_desc, b_desc, recv_ptr, sig_ptr,
+    rank, world, M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """``gemm_rs_kernel`` with its tiles loaded by TMA (CUDA, compute capability >= 9). A tile's rows
+    past the owner's block read the next block's rows (or zeros past M): their results are not stored."""
+    pid = tl.program_id(0)
+    mloc = M // world
+    tiles_m = tl.cdiv(mloc, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    local_tiles = tiles_m * tiles_n
+    slab = (mloc * N).to(tl.int64)
+    owner = (rank + 1 + pid // local_tiles) % world
+    tm, tn = tile_of(pid % local_tiles, tiles_m, tiles_n, GROUP_M)
+    acc = k_loop_tma(a_desc, b_desc, owner * mloc + tm * BLOCK_M, tn * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
+    rm = tm * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
     dst = dl.symm_at(recv_ptr, owner)
     tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
              mask=(rm < mloc)[:, None] & (rn < N)[None, :])
@@ -161,7 +188,12 @@ def run_triton(a, b, out, W, me, dt, reduce_programs=None):
     local_tiles = cdiv(M // W, BM) * cdiv(N, BN)
     nred = max(1, min(local_tiles, reduce_programs or rs_reduce_grid(RESOURCES.sm_budget())))
     with signal_round(sig), side_stream("comm", uses=(out,)) as comm:
-        gemm_rs_kernel[(W * local_tiles,)](a, b, recv, sig, me, W, M, N, K, *a.stride(), *b.stride(), **cfg)
+        if use_tma(dt, a, b):
+            bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+            gemm_rs_tma_kernel[(W * local_tiles,)](descriptor(a, (bm, bk)), descriptor(b, (bk, bn)), recv, sig, me, W,
+                                                   M, N, K, **cfg)
+        else:
+            gemm_rs_kernel[(W * local_tiles,)](a, b, recv, sig, me, W, M, N, K, *a.stride(), *b.stride(), **cfg)
         with torch.cuda.stream(comm):
             rs_reduce_kernel[(nred,)](recv, out, sig, me, W, M, N, *out.stride(), BLOCK_M=BM, BLOCK_N=BN, RED_M=16,
                                       num_warps=4)
@@ -241,6 +273,11 @@ def compile_cases(dtype="fp16"):
          {"a_ptr": p, "b_ptr": p, "recv_ptr": "*fp32", "sig_ptr": "*i64", "rank": i, "world": i,
           "M": i, "N": i, "K": i, "stride_am": i, "stride_bk": i},
          dict(stride_ak=1, stride_bn=1, **big), opts),
+    ] + ([] if dtype == "fp32" else [  # TMA only for 16-bit dtypes
+        ("gemm_rs_tma", gemm_rs_tma_kernel,
+         {"a_desc": f"tensordesc<{dtype}[{big['BLOCK_M']}, {big['BLOCK_K']}]>",
+          "b_desc": f"tensordesc<{dtype}[{big['BLOCK_K']}, {big['BLOCK_N']}]>", "recv_ptr": "*fp32", "sig_ptr": "*i64",
+          "rank": i, "world": i, "M": i, "N": i, "K": i}, dict(**big), opts)]) + [
         ("rs_reduce", rs_reduce_kernel,
          {"recv_ptr": "*fp32", "c_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "M": i, "N": i,
           "stride_cm": i},

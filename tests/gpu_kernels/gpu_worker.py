@@ -255,7 +255,20 @@ def OVERLAP_FORMS(impls):
     return [(i, n) for i in impls for n in ((1,) if i in ("triton", "cublas_whole", "auto") else (1, 2))]
 
 
+def TILE_LOADS(impl):
+    """The Triton forms run with their tiles loaded by TMA where shapes allow ("auto") and with
+    pointer loads; the others once (``_gemm.use_tma`` reads TDIST_TRITON_GEMM_LOADS per call)."""
+    return ("auto", "pointer") if impl == "triton" else ("auto",)
+
+
 def scenario_gemm(seed, me, W):
+    try:
+        _scenario_gemm(seed, me, W)
+    finally:
+        os.environ.pop("TDIST_TRITON_GEMM_LOADS", None)
+
+
+def _scenario_gemm(seed, me, W):
     for (M, K, N) in ((256, 256, 384), (100, 72, 130), (640, 192, 520)):
         for dt in DTYPES:
             tag = f"ag-{M}-{K}-{N}-{dt}"
@@ -269,7 +282,8 @@ def scenario_gemm(seed, me, W):
             a_late = gen(seed, me, tag + "late", (M, K), dt).cuda()
             ag_late = torch.cat([gen(seed, r, tag + "late", (M, K), dt) for r in range(W)])
             ref_late = ag_late.double() @ b.cpu().double()
-            for impl, ns in OVERLAP_FORMS(ops.AG_GEMM_IMPLS):
+            for impl, ns, loads in ((i, n, lo) for i, n in OVERLAP_FORMS(ops.AG_GEMM_IMPLS) for lo in TILE_LOADS(i)):
+                os.environ["TDIST_TRITON_GEMM_LOADS"] = loads
                 e = 0.0
                 for it in range(3):  # the second call checks the signal reset
                     out = poisoned((W * M, N), dt)
@@ -281,7 +295,8 @@ def scenario_gemm(seed, me, W):
                     ops.ag_gemm(a if it < 2 else a_late, b, out=out, impl=impl, **kw)
                     torch.cuda.synchronize()
                     e = max(e, rel_err(out, ref if it < 2 else ref_late))
-                check(f"ag_gemm {impl} streams={ns} M={M} K={K} N={N} {dt}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+                check(f"ag_gemm {impl} streams={ns} loads={loads} M={M} K={K} N={N} {dt}", e <= GEMM_TOL[dt],
+                      f"rel_err={e:.2e}")
             # GEMM + RS: M rows in total, each rank gets M / W
             Mr = M * W if M % W else M
             tag = f"rs-{Mr}-{K}-{N}-{dt}"
@@ -290,14 +305,15 @@ def scenario_gemm(seed, me, W):
             full = sum(gen(seed, r, tag, (Mr, K), dt).double() @ gen(seed, r, tag + "b", (K, N), dt).double()
                        for r in range(W))
             ml = Mr // W
-            for impl, ns in OVERLAP_FORMS(ops.GEMM_RS_IMPLS):
+            for impl, ns, loads in ((i, n, lo) for i, n in OVERLAP_FORMS(ops.GEMM_RS_IMPLS) for lo in TILE_LOADS(i)):
+                os.environ["TDIST_TRITON_GEMM_LOADS"] = loads
                 e = 0.0
                 for it in range(2):
                     out = poisoned((ml, N), dt)
                     ops.gemm_rs(a, b, out=out, impl=impl, **({"gemm_streams": ns} if ns > 1 else {}))
                     torch.cuda.synchronize()
                     e = max(e, rel_err(out, full[me * ml:(me + 1) * ml]))
-                check(f"gemm_rs {impl} streams={ns} M={Mr} K={K} N={N} {dt}", e <= GEMM_TOL[dt],
+                check(f"gemm_rs {impl} streams={ns} loads={loads} M={Mr} K={K} N={N} {dt}", e <= GEMM_TOL[dt],
                       f"rel_err={e:.2e}")
 
 

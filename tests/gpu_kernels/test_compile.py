@@ -84,6 +84,19 @@ def test_gemm_kernels_use_tensor_cores(bitcode, monkeypatch):
         assert not re.search(r"ld\.global(\.[a-z]+)*\.b16", ptx), name
 
 
+def test_tma_gemm_kernels_wait_fence_then_bulk_copy(bitcode, monkeypatch):
+    """The TMA forms: tiles arrive by bulk tensor copies into wgmma; AG+GEMM's tiles of other ranks'
+    rows wait (an acquire poll, bounded) and then fence the async proxy before their copies; GEMM+RS
+    still notifies each tile's owner with a release."""
+    ptx = _ptx(bitcode, monkeypatch, "ag_gemm_tma")
+    assert "cp.async.bulk.tensor" in ptx and "wgmma" in ptx
+    assert "ld.acquire" in ptx and "%globaltimer" in ptx and "trap;" in ptx
+    fence = ptx.find("fence.proxy.async.global")
+    assert fence > ptx.find("ld.acquire") > 0, "no proxy fence after the wait"
+    ptx = _ptx(bitcode, monkeypatch, "gemm_rs_tma")
+    assert "cp.async.bulk.tensor" in ptx and "wgmma" in ptx and "st.release" in ptx
+
+
 # Data-moving kernels: with 16-byte-aligned arguments, every tile load and store is a 16-byte vector,
 # including the remote ones through dl.symm_at and the ones after dl.consume_token (both keep the
 # alignment of the pointer they are given). 2-byte scalar accesses cost a 4-8x slowdown on the GPU.
