@@ -11,6 +11,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -267,6 +268,12 @@ class Engine final : public UcxEngine {
     ucp_params_t pp{};
     pp.field_mask = UCP_PARAM_FIELD_FEATURES;
     pp.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+    // UCX's TCP transport moves an emulated put in segments of UCX_TCP_TX/RX_SEG_SIZE (8 KiB by
+    // default), each handled by the target's progress thread; 1 MiB segments let a large put go
+    // in few of them (benchmarks/NOTES.md, "Beyond one host"). The transport reads these from the
+    // environment only (ucp_config_modify does not reach it), so they are set here before UCX reads
+    // its configuration, unless the user set them. This runs at init, before the engine's threads.
+    for (const char *name : {"UCX_TCP_TX_SEG_SIZE", "UCX_TCP_RX_SEG_SIZE"}) setenv(name, "1m", 0);
     ucp_config_t *cfg = nullptr;
     check(ucx().ucp_config_read(nullptr, nullptr, &cfg), "ucp_config_read");
     ucs_status_t st = ucx().ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &pp, cfg, &ctx_);
