@@ -89,11 +89,11 @@ def torch_path(dist, x, idx, w, E, W):
     return dispatch, combine
 
 
-def bench_case(me, W, dist, res, reps, mode, kind, T, H, K, E, dtype, fp8=False):
+def bench_case(me, W, dist, res, reps, mode, kind, T, H, K, E, dtype, fp8=False, **buffer_options):
     seed = bench.SEED[0]
     x = torch.randn(T, H, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed + me)).to(dtype)
     idx, w = routing(kind, me, T, K, E, seed)
-    buf = _moe.MoeBuffer(E, H, K, T, dtype, mode=mode, fp8=fp8)
+    buf = _moe.MoeBuffer(E, H, K, T, dtype, mode=mode, fp8=fp8, **buffer_options)
     st = {}
 
     def d():
@@ -130,6 +130,7 @@ def bench_case(me, W, dist, res, reps, mode, kind, T, H, K, E, dtype, fp8=False)
     combine_remote_bytes = sent_remote * H * x.element_size()
     row = {"op": "moe", "mode": mode, "routing": kind, "ranks": W, "tokens": T, "hidden": H, "topk": K, "experts": E,
            "dtype": str(dtype).replace("torch.", ""), "dispatch_payload": payload,
+           "chunk_tokens": getattr(buf, "chunk", None), "buffer_num": getattr(buf, "nbuf", None), "slices": buf.S,
            "dispatch_us": t_d * 1e6, "combine_us": t_c * 1e6,
            "dispatch_bytes": sent_bytes, "remote_bytes": remote_bytes, "combine_remote_bytes": combine_remote_bytes,
            "deepep_dispatch_GBps": remote_bytes / t_d / 1e9, "deepep_combine_GBps": combine_remote_bytes / t_c / 1e9,
@@ -178,6 +179,8 @@ def main():
     ap.add_argument("--graph", action="store_true", help="time CUDA-graph replays (the torch path is not capturable)")
     ap.add_argument("--inner", type=int, default=1)
     ap.add_argument("--payloads", default="bf16,fp8", help="dispatch payloads: bf16, fp8 (combine is bf16)")
+    ap.add_argument("--ht-buffers", default="", help="high_throughput buffer settings to sweep: "
+                    "CHUNKxBUFFERSxSLICES,... (0: the default), e.g. 64x4x0,256x4x0")
     a = ap.parse_args()
     me, W, dist = bench.start(a.heap_gib << 30, a.graph, a.inner)
     res = []
@@ -186,9 +189,15 @@ def main():
         for mode in a.modes.split(","):
             for T in (int(t) for t in (a.ht_tokens if mode == "high_throughput" else a.ll_tokens).split(",")):
                 for kind in a.routing.split(","):
+                    sweep = [None] if mode != "high_throughput" or not a.ht_buffers else a.ht_buffers.split(",")
                     for payload in a.payloads.split(","):
-                        bench_case(me, W, dist, res, a.reps, mode, kind, T, H, K, E, torch.bfloat16,
-                                   fp8=payload == "fp8")
+                        for setting in sweep:
+                            opts = {}
+                            if setting:
+                                c, nb, sl = (int(v) for v in setting.split("x"))
+                                opts = {k: v for k, v in (("chunk_tokens", c), ("buffer_num", nb), ("slices", sl)) if v}
+                            bench_case(me, W, dist, res, a.reps, mode, kind, T, H, K, E, torch.bfloat16,
+                                       fp8=payload == "fp8", **opts)
     if me == 0:
         print(json.dumps({"checks": bench.CHECKS, "graph_failures": bench.GRAPH.get("failed", [])}), flush=True)
         if a.json:
