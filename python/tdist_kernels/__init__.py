@@ -29,7 +29,7 @@ from ._common import KernelArgError  # noqa: F401
 # of its launch (the direct all-to-alls: all_to_all.direct_grid, a few programs per SM looping over
 # tiles; GEMM+RS's GEMM: one program per tile), or a grid with its own rule (AG+GEMM:
 # ag_gemm.ag_gemm_grid, one program per SM of the share but a few).
-OWN_GRID_RULE = ("reverse_a2a_direct", "dispatch_a2a_direct", "ag_gemm", "gemm_rs")
+OWN_GRID_RULE = ("reverse_a2a_direct", "dispatch_a2a_direct", "ag_gemm", "gemm_rs", "ag_gemm_tma", "gemm_rs_tma")
 
 
 def all_compile_cases(dtype="fp16"):

@@ -97,6 +97,15 @@ def test_tma_gemm_kernels_wait_fence_then_bulk_copy(bitcode, monkeypatch):
     assert "cp.async.bulk.tensor" in ptx and "wgmma" in ptx and "st.release" in ptx
 
 
+@pytest.mark.parametrize("name", ["ag_gemm", "gemm_rs", "ag_gemm_tma", "gemm_rs_tma"])
+def test_gemm_kernels_fit_in_shared_memory(bitcode, monkeypatch, name):
+    """With the block configuration ops launches, a GEMM program's shared memory fits in one SM's
+    227 KB (a launch past it fails with "out of resources" on the GPU only)."""
+    monkeypatch.setenv("TDIST_DEVICE_BITCODE", bitcode)
+    case = {c[0]: c for c in tdist_kernels.all_compile_cases("bf16")}[name]
+    assert _compile(*case[1:]).metadata.shared <= 227 * 1024
+
+
 # Data-moving kernels: with 16-byte-aligned arguments, every tile load and store is a 16-byte vector,
 # including the remote ones through dl.symm_at and the ones after dl.consume_token (both keep the
 # alignment of the pointer they are given). 2-byte scalar accesses cost a 4-8x slowdown on the GPU.
