@@ -35,7 +35,9 @@ def sizes(text):
     return out
 
 
-def rows(text, impl):
+def rows(text, impl, wanted=None):
+    """{(kernel, bytes): time_us} of the JSON lines in ``text``; a size a program rounded to what its
+    ranks divide (64K at 3 ranks: 65532 bytes) is filed under the requested size nearest to it."""
     got = {}
     for line in text.splitlines():
         line = line.split("] ", 1)[-1].strip()
@@ -43,7 +45,8 @@ def rows(text, impl):
             r = json.loads(line)
             if r.get("check") == "FAIL":
                 raise SystemExit(f"{impl}: a check failed: {line}")
-            got[(r["kernel"], r["bytes"])] = r["time_us"]
+            b = min(wanted, key=lambda w: abs(w - r["bytes"])) if wanted else r["bytes"]
+            got[(r["kernel"], b)] = r["time_us"]
     return got
 
 
@@ -55,7 +58,7 @@ def run_tdist(hosts, layout, build, kernel, byte_list, iters):
     rcs, outs = nh.wait_all(hosts.launch(layout, cmd, env), 900)
     if any(rcs):
         raise SystemExit(f"tdist {kernel}: exit codes {rcs}:\n{outs[0][-3000:]}")
-    return rows(outs[0], "tdist")
+    return rows(outs[0], "tdist", byte_list)
 
 
 def run_mpi(hosts, layout, build, byte_list, iters, agent):
@@ -70,7 +73,7 @@ def run_mpi(hosts, layout, build, byte_list, iters, agent):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         raise SystemExit(f"mpirun: exit {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    return {b: t for (_, b), t in rows(r.stdout, "mpi").items()}
+    return {b: t for (_, b), t in rows(r.stdout, "mpi", byte_list).items()}
 
 
 def main():
