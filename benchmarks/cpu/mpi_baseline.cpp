@@ -27,8 +27,9 @@ struct Options {
   std::string op = "alltoall";
   DType dtype = DType::f32;
   std::vector<size_t> bytes = {1 << 20};
-  int iters = 0;  // 0: chosen from the size
+  int iters = 0;  // 0: chosen from the size, or from min_time
   int warmup = 2;
+  double min_time = 0;  // > 0 (and no iters): iterations so that the timed loop runs about this long
 };
 
 std::vector<size_t> parse_sizes(const char *s) {
@@ -110,10 +111,12 @@ int main(int argc, char **argv) {
       o.iters = std::atoi(next());
     else if (a == "--warmup")
       o.warmup = std::atoi(next());
+    else if (a == "--min-time")
+      o.min_time = std::atof(next());
     else {
       std::fprintf(stderr,
                    "usage: mpi_baseline --op alltoall|allreduce --dtype f32|f64|f16|bf16 "
-                   "--bytes N[,N...] [--iters N] [--warmup N]\n");
+                   "--bytes N[,N...] [--iters N] [--warmup N] [--min-time S]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -179,6 +182,15 @@ int main(int argc, char **argv) {
     int bad = check();
     int iters = o.iters > 0 ? o.iters : int(std::clamp<double>(2e8 / double(n * es * world + 1), 5, 2000));
     for (int i = 0; i < o.warmup; ++i) run_once();
+    if (o.iters <= 0 && o.min_time > 0) {
+      // as tdist-bench-cpu's --min-time: a short probe sets the count, the same on every rank
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double p0 = now_s();
+      for (int i = 0; i < 5; ++i) run_once();
+      const double per = std::max((now_s() - p0) / 5, 1e-9);
+      int want = int(std::clamp(o.min_time / per, 5.0, 1e6));
+      MPI_Allreduce(&want, &iters, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    }
     tk::poison(out.data(), out.size());
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now_s();

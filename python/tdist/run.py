@@ -28,6 +28,8 @@ Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MAST
 store listens on MASTER_PORT + 1, torch's on MASTER_PORT), TDIST_WAIT_TIMEOUT_MS when given, and
 TDIST_STORE_SECRET: a fresh random secret per job (unless the environment already has one), so a
 local stranger who finds the store's port cannot join the job or fail it.
+Each rank is bound to its block of the launcher's CPUs (one CPU each, round robin, when there are
+more ranks than CPUs), as mpirun binds; ``--bind none`` leaves the ranks floating.
 Output lines are prefixed with "[rank k]". If any rank fails (non-zero exit, signal) the others
 are stopped (SIGTERM, then SIGKILL after a grace period) and tdist-run exits with that rank's
 status (128 + N for a rank killed by signal N; a rank killed by a signal is named before ranks
@@ -84,6 +86,20 @@ def port_free(port):
         finally:
             s.close()
     return True
+
+
+def core_sets(n, cpus=None):
+    """The CPUs each of ``n`` local ranks is bound to (``--bind core``): the launcher's allowed CPUs in
+    ``n`` contiguous blocks, or, with more ranks than CPUs, one CPU each, round robin. None where the
+    system cannot bind."""
+    if cpus is None:
+        if not hasattr(os, "sched_getaffinity"):
+            return None
+        cpus = sorted(os.sched_getaffinity(0))
+    c = len(cpus)
+    if n <= c:
+        return [set(cpus[r * c // n:(r + 1) * c // n]) for r in range(n)]
+    return [{cpus[r % c]} for r in range(n)]
 
 
 def pick_ports():
@@ -230,7 +246,7 @@ def host_command(a, cmd, h, hosts, master, port, env):
     launcher = [sys.executable, os.path.realpath(__file__), "-n", str(n), "--nnodes", str(len(hosts)),
                 "--node-rank", str(h), "--first-rank", str(sum(c for _, c in hosts[:h])),
                 "--world-size", str(sum(c for _, c in hosts)), "--master-addr", master, "--master-port", str(port),
-                "--grace", str(a.grace), "--mps", a.mps]
+                "--grace", str(a.grace), "--mps", a.mps, "--bind", a.bind]
     if a.timeout:
         launcher += ["--timeout", str(a.timeout)]
     if a.wait_timeout_ms is not None:
@@ -318,6 +334,9 @@ def main(argv=None):
     ap.add_argument("--mps", choices=["auto", "on", "off"], default="auto",
                     help="MPS daemon for several ranks per GPU (auto: when ranks > GPUs > 0)")
     ap.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
+    ap.add_argument("--bind", choices=["core", "none"], default="core",
+                    help="core (default): bind each rank to its block of this launcher's CPUs (one CPU each, round "
+                         "robin, with more ranks than CPUs), as mpirun binds; none: ranks float")
     ap.add_argument("--nnodes", type=int, default=int(os.environ.get("NNODES", "1") or 1),
                     help="hosts of the job (default NNODES or 1); each host runs tdist-run with its --node-rank")
     ap.add_argument("--node-rank", type=int, default=int(os.environ.get("NODE_RANK", "0") or 0),
@@ -402,6 +421,18 @@ def main(argv=None):
                 os._exit(137)
     except (OSError, AttributeError):
         die_with_launcher = None
+    # Bound ranks: with ranks floating, a 4-rank all-to-all on 2 cores took 175-295 us per call from
+    # one run to the next, bound 158-166 us (benchmarks/NOTES.md): the scheduler's placement varied.
+    cores = core_sets(a.nranks) if a.bind == "core" else None
+
+    def start_rank(r):
+        if die_with_launcher is not None:
+            die_with_launcher()
+        if cores is not None:
+            try:
+                os.sched_setaffinity(0, cores[r])
+            except OSError:
+                pass  # a container that refuses the call: the rank floats, as with --bind none
     for r in range(a.nranks):
         env = dict(os.environ)
         env.update(RANK=str(base + r), WORLD_SIZE=str(world), LOCAL_RANK=str(r),
@@ -413,7 +444,7 @@ def main(argv=None):
             env.update(tdist_mps.rank_env(mps, r) if hasattr(tdist_mps, "rank_env") else {})
         try:
             p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 start_new_session=True, preexec_fn=die_with_launcher)
+                                 start_new_session=True, preexec_fn=lambda r=r: start_rank(r))
         except OSError as e:
             for q in procs:
                 os.killpg(q.pid, signal.SIGKILL)

@@ -160,3 +160,21 @@ def test_hostfile(tmp_path):
     assert p.returncode == 2 and "No such file" in p.stderr, p.stderr
     p, _ = run(["--hostfile", str(hf), "--hosts", "a:1", "--", "true"])
     assert p.returncode == 2 and "not both" in p.stderr, p.stderr
+
+
+def test_bind_cores():
+    """--bind core (the default) gives each rank its block of the launcher's CPUs, one CPU each round
+    robin when there are more ranks than CPUs; --bind none leaves them as the launcher's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+    from tdist.run import core_sets
+    assert core_sets(2, [0, 1, 2, 3, 4]) == [{0, 1}, {2, 3, 4}]
+    assert core_sets(4, [3, 5]) == [{3}, {5}, {3}, {5}]
+    assert core_sets(1, [0, 1]) == [{0, 1}]
+    cpus = sorted(os.sched_getaffinity(0))
+    code = "import os; print(sorted(os.sched_getaffinity(0)))"
+    p, _ = run(["-n", "3", "--mps", "off", "--", sys.executable, "-c", code])
+    assert p.returncode == 0, p.stderr
+    got = sorted(ln.split("] ", 1) for ln in p.stdout.splitlines() if ln.startswith("[rank "))
+    assert [g[1] for g in got] == [str(sorted(s)) for s in core_sets(3, cpus)], got
+    p, _ = run(["-n", "2", "--bind", "none", "--mps", "off", "--", sys.executable, "-c", code])
+    assert p.returncode == 0 and p.stdout.count(str(cpus)) == 2, p.stdout
