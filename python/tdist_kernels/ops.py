@@ -367,8 +367,8 @@ def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
     batched GEMM that reads every rank's rows in place (``shmem.peer_stack``), otherwise after the
     gather completes. ``impl="auto"`` (default) picks by placement (``_auto_overlap``).
     ``impl="triton"``: one Triton GEMM whose tiles of other ranks' rows wait for the signals of
-    their chunks (``chunk_m`` rows) -- seed 003's per-tile form; it runs at the Triton GEMM's speed,
-    which on Hopper is well below cuBLAS (benchmarks/NOTES.md)."""
+    their chunks (``chunk_m`` rows) -- seed 003's per-tile form; its tile loop runs near cuBLAS,
+    the gather copy and the waits cost on top (benchmarks/NOTES.md)."""
     torch, ash, tdist = RESOURCES.runtime()
     what = "ag_gemm"
     dt = _check_gemm_operands(what, a, b)
