@@ -322,26 +322,28 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                 wait_ge(credit_ptr + (p * S + s) * SIG, g + 1 - nbuf)
                         slot = (rank * nbuf + g % nbuf) * chunk
                         cnt = tl.minimum(chunk, n - c * chunk)
-                        cm = offs_c < cnt
-                        toks = tl.load(send_list_ptr + p * max_tokens + c * chunk + offs_c, mask=cm, other=0)
                         dst = dl.symm_at(ring_ptr, p)
-                        for h0 in range(c0, c1, BLOCK_H):
-                            hm = (h0 + offs_h) < c1
-                            m2 = cm[:, None] & hm[None, :]
-                            v = tl.load(x_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2)
-                            tl.store(dst + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v, mask=m2)
-                        if s == 0:
-                            mk = cm[:, None] & km[None, :]
-                            flat = toks[:, None].to(tl.int64) * K + offs_k[None, :]
-                            ex = tl.load(idx_ptr + flat, mask=mk, other=-1)
-                            here = (ex >= 0) & (ex // L == p)
-                            base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
-                            ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
-                            rows = tl.where(here, base + ps, -1)
-                            wt = tl.load(w_ptr + flat, mask=mk, other=0.0)
-                            moff = (slot + offs_c[:, None]).to(tl.int64) * K + offs_k[None, :]
-                            tl.store(dl.symm_at(ring_rows_ptr, p) + moff, rows, mask=mk)
-                            tl.store(dl.symm_at(ring_w_ptr, p) + moff, wt, mask=mk)
+                        for r0 in range(0, cnt, BLOCK_C):  # the chunk in tiles of BLOCK_C rows
+                            oc = r0 + offs_c
+                            cm = oc < cnt
+                            toks = tl.load(send_list_ptr + p * max_tokens + c * chunk + oc, mask=cm, other=0)
+                            for h0 in range(c0, c1, BLOCK_H):
+                                hm = (h0 + offs_h) < c1
+                                m2 = cm[:, None] & hm[None, :]
+                                v = tl.load(x_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2)
+                                tl.store(dst + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v, mask=m2)
+                            if s == 0:
+                                mk = cm[:, None] & km[None, :]
+                                flat = toks[:, None].to(tl.int64) * K + offs_k[None, :]
+                                ex = tl.load(idx_ptr + flat, mask=mk, other=-1)
+                                here = (ex >= 0) & (ex // L == p)
+                                base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
+                                ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
+                                rows = tl.where(here, base + ps, -1)
+                                wt = tl.load(w_ptr + flat, mask=mk, other=0.0)
+                                moff = (slot + oc[:, None]).to(tl.int64) * K + offs_k[None, :]
+                                tl.store(dl.symm_at(ring_rows_ptr, p) + moff, rows, mask=mk)
+                                tl.store(dl.symm_at(ring_w_ptr, p) + moff, wt, mask=mk)
                         _fence()
                         dl.notify(ready_ptr + (rank * S + s) * SIG, p, g + 1)
                 else:
@@ -354,25 +356,27 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                             wait_ge(ready_ptr + (src * S) * SIG, g + 1)
                         slot = (src * nbuf + g % nbuf) * chunk
                         cnt = tl.minimum(chunk, n - c * chunk)
-                        cm = offs_c < cnt
-                        mk = cm[:, None] & km[None, :]
-                        moff = (slot + offs_c[:, None]).to(tl.int64) * K + offs_k[None, :]
-                        rows = tl.load(ring_rows_ptr + moff, mask=mk, other=-1)
-                        for h0 in range(c0, c1, BLOCK_H):
-                            hm = (h0 + offs_h) < c1
-                            m2 = cm[:, None] & hm[None, :]
-                            v = tl.load(ring_ptr + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
-                                        mask=m2)
-                            for k in range(0, K):
-                                rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
-                                orow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
-                                tl.store(out_ptr + orow + h0 + offs_h[None, :], v,
-                                         mask=m2 & (rk >= 0)[:, None])
-                        if s == 0:
-                            tokn = tl.load(plan_ptr + PLAN_HDR + E + world + src) + c * chunk + offs_c
-                            hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
-                            tl.store(h_rows_ptr + hoff, rows, mask=mk)
-                            tl.store(h_w_ptr + hoff, tl.load(ring_w_ptr + moff, mask=mk, other=0.0), mask=mk)
+                        for r0 in range(0, cnt, BLOCK_C):
+                            oc = r0 + offs_c
+                            cm = oc < cnt
+                            mk = cm[:, None] & km[None, :]
+                            moff = (slot + oc[:, None]).to(tl.int64) * K + offs_k[None, :]
+                            rows = tl.load(ring_rows_ptr + moff, mask=mk, other=-1)
+                            for h0 in range(c0, c1, BLOCK_H):
+                                hm = (h0 + offs_h) < c1
+                                m2 = cm[:, None] & hm[None, :]
+                                v = tl.load(ring_ptr + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
+                                            mask=m2)
+                                for k in range(0, K):
+                                    rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
+                                    orow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
+                                    tl.store(out_ptr + orow + h0 + offs_h[None, :], v,
+                                             mask=m2 & (rk >= 0)[:, None])
+                            if s == 0:
+                                tokn = tl.load(plan_ptr + PLAN_HDR + E + world + src) + c * chunk + oc
+                                hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
+                                tl.store(h_rows_ptr + hoff, rows, mask=mk)
+                                tl.store(h_w_ptr + hoff, tl.load(ring_w_ptr + moff, mask=mk, other=0.0), mask=mk)
                         dl.notify(credit_ptr + (rank * S + s) * SIG, src, g + 1)
         # this slice's sequence numbers (each slice keeps its own: no race between slices)
         for p in range(0, world):
@@ -416,24 +420,26 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                         wait_ge(credit_ptr + (home * S + s) * SIG, g + 1 - nbuf)
                     slot = (rank * nbuf + g % nbuf) * chunk
                     cnt = tl.minimum(chunk, n - c * chunk)
-                    cm = offs_c < cnt
-                    tokn = tl.load(plan_ptr + PLAN_HDR + E + world + home) + c * chunk + offs_c
-                    hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
-                    rows = tl.load(h_rows_ptr + hoff, mask=cm[:, None] & km[None, :], other=-1)
-                    wts = tl.load(h_w_ptr + hoff, mask=cm[:, None] & km[None, :], other=0.0)
                     dst = dl.symm_at(ring_ptr, home)
-                    for h0 in range(c0, c1, BLOCK_H):
-                        hm = (h0 + offs_h) < c1
-                        acc = tl.zeros([BLOCK_C, BLOCK_H], dtype=tl.float32)
-                        for k in range(0, K):
-                            rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
-                            wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
-                            m2 = (cm & (rk >= 0))[:, None] & hm[None, :]
-                            yrow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
-                            yv = tl.load(y_ptr + yrow + h0 + offs_h[None, :], mask=m2, other=0.0)
-                            acc += wk[:, None] * yv.to(tl.float32)
-                        tl.store(dst + (slot + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
-                                 acc.to(ring_ptr.dtype.element_ty), mask=cm[:, None] & hm[None, :])
+                    for r0 in range(0, cnt, BLOCK_C):  # the chunk in tiles of BLOCK_C rows
+                        oc = r0 + offs_c
+                        cm = oc < cnt
+                        tokn = tl.load(plan_ptr + PLAN_HDR + E + world + home) + c * chunk + oc
+                        hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
+                        rows = tl.load(h_rows_ptr + hoff, mask=cm[:, None] & km[None, :], other=-1)
+                        wts = tl.load(h_w_ptr + hoff, mask=cm[:, None] & km[None, :], other=0.0)
+                        for h0 in range(c0, c1, BLOCK_H):
+                            hm = (h0 + offs_h) < c1
+                            acc = tl.zeros([BLOCK_C, BLOCK_H], dtype=tl.float32)
+                            for k in range(0, K):
+                                rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
+                                wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
+                                m2 = (cm & (rk >= 0))[:, None] & hm[None, :]
+                                yrow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
+                                yv = tl.load(y_ptr + yrow + h0 + offs_h[None, :], mask=m2, other=0.0)
+                                acc += wk[:, None] * yv.to(tl.float32)
+                            tl.store(dst + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
+                                     acc.to(ring_ptr.dtype.element_ty), mask=cm[:, None] & hm[None, :])
                     _fence()
                     dl.notify(ready_ptr + (rank * S + s) * SIG, home, g + 1)
             else:
@@ -444,15 +450,17 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                     wait_ge(ready_ptr + (src * S + s) * SIG, g + 1)
                     slot = (src * nbuf + g % nbuf) * chunk
                     cnt = tl.minimum(chunk, n - c * chunk)
-                    cm = offs_c < cnt
-                    toks = tl.load(send_list_ptr + src * max_tokens + c * chunk + offs_c, mask=cm, other=0)
-                    for h0 in range(c0, c1, BLOCK_H):
-                        hm = (h0 + offs_h) < c1
-                        m2 = cm[:, None] & hm[None, :]
-                        rrow = (slot + offs_c[:, None]).to(tl.int64) * H
-                        v = tl.load(ring_ptr + rrow + h0 + offs_h[None, :], mask=m2)
-                        ap = acc_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :]
-                        tl.store(ap, tl.load(ap, mask=m2) + v.to(tl.float32), mask=m2)
+                    for r0 in range(0, cnt, BLOCK_C):
+                        oc = r0 + offs_c
+                        cm = oc < cnt
+                        toks = tl.load(send_list_ptr + src * max_tokens + c * chunk + oc, mask=cm, other=0)
+                        for h0 in range(c0, c1, BLOCK_H):
+                            hm = (h0 + offs_h) < c1
+                            m2 = cm[:, None] & hm[None, :]
+                            rrow = (slot + oc[:, None]).to(tl.int64) * H
+                            v = tl.load(ring_ptr + rrow + h0 + offs_h[None, :], mask=m2)
+                            ap = acc_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :]
+                            tl.store(ap, tl.load(ap, mask=m2) + v.to(tl.float32), mask=m2)
                     dl.notify(credit_ptr + (rank * S + s) * SIG, src, g + 1)
     for p in range(0, world):
         if sender:
@@ -877,9 +885,16 @@ class MoeBuffer:
         moe_ht_dispatch_kernel[(2 * self.S,)](
             x, idx, w, pos, send_list, plan, ring, ring_rows, ring_w, ready, credit, self.seq, recv_x, h_rows, h_w,
             self.me, W, H, K, L, E, self.max_tokens, self.chunk, self.nbuf, self.S,
-            BLOCK_C=pow2(self.chunk), BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k)
+            BLOCK_C=self._tile_rows(), BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k)
         h = MoeHandle(self, T, idx, w, plan, plan=plan, send_list=send_list, spos=spos, h_rows=h_rows, h_w=h_w)
         return recv_x, counts, h
+
+    def _tile_rows(self):
+        """Rows per tile of the high-throughput kernels: a chunk moves in tiles of at most 64 rows, so
+        a larger chunk (fewer credit round trips) does not grow the programs' register tiles (the
+        combine's fp32 accumulator is tile rows x 256 columns): above 64 tokens a chunk in one tile
+        made combine 15-23x slower (benchmarks/NOTES.md)."""
+        return min(64, pow2(self.chunk))
 
     def _dispatch_block_h(self):
         """Columns per tile of the high-throughput dispatch. Each slice owns whole tiles, so with the
@@ -897,7 +912,7 @@ class MoeBuffer:
         moe_ht_combine_kernel[(2 * self.S,)](
             y, h.h_rows, h_w, h.plan, h.send_list, cring, cready, ccredit, self.seq[2 * self.S * self.W:], acc, out,
             self.me, self.W, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk, self.nbuf, self.S,
-            BLOCK_C=pow2(self.chunk), BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k)
+            BLOCK_C=self._tile_rows(), BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k)
         return out
 
     # ---- low latency ----

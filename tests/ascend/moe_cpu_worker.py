@@ -23,6 +23,9 @@ SEED = 20261202
 SIG = 8
 STALL_REPORT_S = 240
 REPEAT = 60
+# rows per tile of the high-throughput kernels: 2 with chunks of 3, so a chunk moves in two tiles
+# (one partly masked), as chunks above 64 tokens do on the GPU (MoeBuffer._tile_rows)
+TILE_ROWS = 2
 
 
 def pow2(n):
@@ -110,7 +113,7 @@ class Buf:
             self.cpu.launch(m.moe_ht_dispatch_kernel, (2 * self.S,), xs, ids, ws, pos, send_list, plan, self.ring,
                             self.ring_rows, self.ring_w, self.ready, self.credit, self.seq, out, h_rows, h_w,
                             self.me, W, H, K, L, E, self.T, self.chunk, self.nbuf, self.S,
-                            BLOCK_C=pow2(self.chunk), BLOCK_H=16, BLOCK_K=bk)
+                            BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
             h.update(plan=plan, send_list=send_list)
         else:
             n_recv = np.zeros(W, np.int32)
@@ -133,7 +136,7 @@ class Buf:
             self.cpu.launch(m.moe_ht_combine_kernel, (2 * self.S,), y, h["h_rows"], h["h_w"], h["plan"], h["send_list"],
                             self.cring, self.cready, self.ccredit, self.seq[2 * self.S * W:], acc, out,
                             self.me, W, H, K, self.E, T, self.T, self.chunk, self.nbuf, self.S,
-                            BLOCK_C=pow2(self.chunk), BLOCK_H=16, BLOCK_K=bk)
+                            BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
         else:
             self.cpu.launch(m.moe_ll_combine_kernel, (W * self.S,), y, h["h_rows"], h["h_w"], h["n_recv"], h["spos"], T,
                             self.carea, self.cflag, self.ctl[2 * SIG:], out, self.me, W, H, K, self.T, self.S,
