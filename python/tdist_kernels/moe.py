@@ -815,9 +815,12 @@ class MoeBuffer:
         self.block_k = pow2(topk)
         if mode == "high_throughput":
             self.max_recv_rows = max_recv_rows or max_tokens * W * min(topk, L)
-            # A chunk is one credit round trip per slice: 1 MiB chunks (64 tokens at H = 7168 bf16) and
-            # four ring slots keep the pipeline bandwidth-bound rather than latency-bound.
-            self.chunk = chunk_tokens or max(1, min(64, (1 << 20) // (self.d_hidden * es)))
+            # A chunk is one credit round trip per slice, and the rounds bound the pipeline: 4 MiB
+            # chunks (256 tokens at H = 7168 bf16), moved in tiles of at most 64 rows, took dispatch
+            # from 1990 to 1355 us and combine from 2387 to 2223 us against 1 MiB ones (2 ranks on one
+            # H200, DeepSeek-V3's shape, benchmarks/NOTES.md). The rings grow with it: 2 x W x 4 x 256
+            # tokens (235 MB at W = 8, H = 7168 bf16).
+            self.chunk = chunk_tokens or max(1, min(256, (4 << 20) // (self.d_hidden * es)))
             self.nbuf = buffer_num
             # senders and receivers (2 S programs) wait on each other: all must be co-resident
             self.S = slices or max(1, min(32, cdiv(hidden, 256), resident_grid(RESOURCES.sm_budget(), 4) // 2))
