@@ -1,5 +1,7 @@
 """What the two overlap GEMMs (``ag_gemm``, ``gemm_rs``) share: the Triton GEMM's tile order and
 k loop (device), its block configuration, and the cuBLAS forms' GEMM streams (host)."""
+import functools
+
 import triton
 import triton.language as tl
 
@@ -47,6 +49,17 @@ def k_loop_tma(a_desc, b_desc, row0, col0, K,
 TILE_LOADS = ("auto", "tma", "pointer")
 
 
+@functools.lru_cache(maxsize=None)
+def _tma_capable(device_index):
+    """Compute capability >= 9 and a Triton with host tensor descriptors (asked once per device)."""
+    import torch
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False
+    return torch.cuda.get_device_capability(device_index)[0] >= 9
+
+
 def use_tma(dt, *tensors):
     """Whether the Triton GEMMs load their tiles with TMA: 16-bit dtypes on a GPU of compute capability
     9 or newer, with Triton's tensor descriptors, every operand 16-byte aligned with a unit last stride
@@ -59,11 +72,7 @@ def use_tma(dt, *tensors):
         raise ValueError(f"TDIST_TRITON_GEMM_LOADS must be one of {TILE_LOADS}, got {mode!r}")
     if mode == "pointer":
         return False
-    ok = dt in ("float16", "bfloat16") and torch.cuda.get_device_capability(tensors[0].device)[0] >= 9
-    try:
-        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
-    except ImportError:
-        ok = False
+    ok = dt in ("float16", "bfloat16") and _tma_capable(torch.device(tensors[0].device).index or 0)
     for t in tensors:
         es = t.element_size()
         ok = ok and t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all((s * es) % 16 == 0 for s in t.stride()[:-1])

@@ -64,6 +64,16 @@ def wait_rows(sig_ptr, row0, last, M, n_chunks, CHUNK_M: tl.constexpr):
     return dl.wait(sig_ptr + first * SIG, final - first + 1, "gpu", "acquire", waitValue=1, slot_stride=SIG)
 
 
+@triton.jit
+def ag_tile(tile, rank, M, total_m, tiles_m, tiles_n, BLOCK_M: tl.constexpr, GROUP_M: tl.constexpr):
+    """(tn, row0, last) of persistent tile ``tile`` of both AG kernels: grouped order, swizzled so
+    that tile 0 holds this rank's own first row; rows row0..last of the gather buffer."""
+    tm, tn = tile_of(tile, tiles_m, tiles_n, GROUP_M)
+    tm = (tm + (rank * M) // BLOCK_M) % tiles_m
+    row0 = tm * BLOCK_M
+    return tn, row0, tl.minimum(row0 + BLOCK_M, total_m) - 1
+
+
 @triton.jit(do_not_specialize=['rank', 'world'])
 def ag_gemm_kernel(
     a_ptr, b_ptr, c_ptr, gather_ptr, sig_ptr,
@@ -80,10 +90,7 @@ def ag_gemm_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N)
     n_chunks = tl.cdiv(M, CHUNK_M)
     for tile in range(pid, tiles_m * tiles_n, nprog):
-        tm, tn = tile_of(tile, tiles_m, tiles_n, GROUP_M)
-        tm = (tm + (rank * M) // BLOCK_M) % tiles_m  # swizzle: tile 0 holds the own first row
-        row0 = tm * BLOCK_M
-        last = tl.minimum(row0 + BLOCK_M, total_m) - 1
+        tn, row0, last = ag_tile(tile, rank, M, total_m, tiles_m, tiles_n, BLOCK_M, GROUP_M)
         rm = row0 + tl.arange(0, BLOCK_M)
         rm = tl.where(rm < total_m, rm, total_m - 1)  # clamp instead of masking the rows of the loads
         rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -132,10 +139,7 @@ def ag_gemm_tma_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N)
     n_chunks = tl.cdiv(M, CHUNK_M)
     for tile in range(pid, tiles_m * tiles_n, nprog):
-        tm, tn = tile_of(tile, tiles_m, tiles_n, GROUP_M)
-        tm = (tm + (rank * M) // BLOCK_M) % tiles_m  # swizzle: tile 0 holds the own first row
-        row0 = tm * BLOCK_M
-        last = tl.minimum(row0 + BLOCK_M, total_m) - 1
+        tn, row0, last = ag_tile(tile, rank, M, total_m, tiles_m, tiles_n, BLOCK_M, GROUP_M)
         wait_rows(sig_ptr, row0, last, M, n_chunks, CHUNK_M)
         fence_proxy_async()
         acc = k_loop_tma(g_desc, b_desc, row0, tn * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)

@@ -390,6 +390,22 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
 
 
 @triton.jit
+def _pair_sum(y_ptr, rows, wts, live, h0, hm, offs_h, offs_k, H, K, BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr):
+    """fp32 (BLOCK_R, BLOCK_H): per received token (``live`` rows), the weighted sum over k ascending
+    of its pairs' rows of y (``rows`` / ``wts`` (BLOCK_R, BLOCK_K), -1: no pair here), columns
+    h0 + offs_h where ``hm``. Both combines' expert side."""
+    acc = tl.zeros([BLOCK_R, BLOCK_H], dtype=tl.float32)
+    for k in range(0, K):
+        rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
+        wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
+        m2 = (live & (rk >= 0))[:, None] & hm[None, :]
+        yrow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
+        yv = tl.load(y_ptr + yrow + h0 + offs_h[None, :], mask=m2, other=0.0)
+        acc += wk[:, None] * yv.to(tl.float32)
+    return acc
+
+
+@triton.jit
 def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                           ring_ptr, ready_ptr, credit_ptr, seq_ptr, acc_ptr, out_ptr,
                           rank, world, H, K, E, T, max_tokens, chunk, nbuf, S,
@@ -430,14 +446,7 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                         wts = tl.load(h_w_ptr + hoff, mask=cm[:, None] & km[None, :], other=0.0)
                         for h0 in range(c0, c1, BLOCK_H):
                             hm = (h0 + offs_h) < c1
-                            acc = tl.zeros([BLOCK_C, BLOCK_H], dtype=tl.float32)
-                            for k in range(0, K):
-                                rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
-                                wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
-                                m2 = (cm & (rk >= 0))[:, None] & hm[None, :]
-                                yrow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
-                                yv = tl.load(y_ptr + yrow + h0 + offs_h[None, :], mask=m2, other=0.0)
-                                acc += wk[:, None] * yv.to(tl.float32)
+                            acc = _pair_sum(y_ptr, rows, wts, cm, h0, hm, offs_h, offs_k, H, K, BLOCK_C, BLOCK_H)
                             tl.store(dst + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                                      acc.to(ring_ptr.dtype.element_ty), mask=cm[:, None] & hm[None, :])
                     _fence()
@@ -639,14 +648,7 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
         dst = dl.symm_at(area_ptr, home)
         for h0 in range(s * cols, tl.minimum(H, s * cols + cols), BLOCK_H):
             hm = (h0 + offs_h) < tl.minimum(H, s * cols + cols)
-            acc = tl.zeros([BLOCK_T, BLOCK_H], dtype=tl.float32)
-            for k in range(0, K):
-                rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
-                wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
-                m2 = (rm & (rk >= 0))[:, None] & hm[None, :]
-                yrow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
-                yv = tl.load(y_ptr + yrow + h0 + offs_h[None, :], mask=m2, other=0.0)
-                acc += wk[:, None] * yv.to(tl.float32)
+            acc = _pair_sum(y_ptr, rows, wts, rm, h0, hm, offs_h, offs_k, H, K, BLOCK_T, BLOCK_H)
             drow = ((par * world + rank) * max_tokens + offs_t[:, None]).to(tl.int64) * H
             tl.store(dst + drow + h0 + offs_h[None, :],
                      acc.to(area_ptr.dtype.element_ty), mask=rm[:, None] & hm[None, :])
