@@ -81,7 +81,7 @@ class InitAttr:
 
 _BACKENDS = {"auto": tdist.BACKEND_AUTO, "cpu": tdist.BACKEND_CPU, "cuda": tdist.BACKEND_CUDA}
 _tls_configured = False
-_live = {}  # heap address -> nbytes of tensors from aclshmem_create_tensor
+_live = {}  # heap address -> (nbytes, Team or None) of tensors from aclshmem_create_tensor
 
 
 def set_conf_store_tls(enable, tls_info=""):
@@ -171,8 +171,9 @@ def _after_init(group=None):
 
 
 def _on_finalize():
-    global _torch_group, _world_size
-    _torch_group, _world_size = None, 0
+    global _torch_group, _world_size, _world_team
+    _torch_group, _world_size, _world_team = None, 0, None
+    _group_teams.clear()
 
 
 def aclshmem_finalize():
@@ -394,18 +395,25 @@ class _CudaBytes:
                                          "version": 3, "strides": None, "stream": None}
 
 
-def aclshmem_create_tensor(shape, dtype, device_id=None):
+def aclshmem_create_tensor(shape, dtype, device_id=None, team=None):
     """A tensor of ``shape``/``dtype`` on the symmetric heap (collective; same shape and dtype on every
     PE -- a mismatch fails on every PE with CollectiveMismatch). torch CUDA tensor on the CUDA
     backend (``device_id`` must be this PE's device), numpy array on CPU ranks. Contents undefined.
-    A bad shape, dtype or device on one PE fails the call on every PE."""
+    A bad shape, dtype or device on one PE fails the call on every PE. ``team`` (a ``Team`` with a
+    team heap, ``new_team``): the tensor is made in that team's heap, collective over its members
+    only (docs/CONTRACT.md section 8); None or the world team: over every PE."""
+    team = _team_arg("aclshmem_create_tensor", team)
+    if team is None:
+        alloc, args = tdist.malloc, ()
+    else:
+        alloc, args = tdist.team_malloc, (team.handle,)
     try:
         nbytes, view = _tensor_layout(shape, dtype, device_id)
     except errors.InvalidParam as e:
-        _refuse(e, tdist.malloc, 1)
-    ptr = tdist.malloc(nbytes)
+        _refuse(e, alloc, *args, 1)
+    ptr = alloc(*args, nbytes)
     t = view(ptr)
-    _live[ptr] = nbytes
+    _live[ptr] = (nbytes, team)
     return t
 
 
@@ -447,16 +455,18 @@ def peer_tensor(t, pe):
     return torch.as_strided(raw, t.shape, t.stride())  # span is a whole number of elements
 
 
-def peer_stack(t):
+def peer_stack(t, team=None):
     """All PEs' copies of symmetric tensor ``t`` as one view of shape ``(n_pes, *t.shape)``: element
     ``[r]`` is ``t`` on PE r, through the peer mappings (no copy). It exists when the PEs' heaps lie
     at one stride in this PE's address space, as the CUDA backend maps them, so a batched op reads
-    every PE's data in place, e.g. ``torch.bmm(peer_stack(rows), w.expand(n, -1, -1))``. CUDA backend
-    only; raises InvalidParam when a PE is not mapped or the layout has no single stride."""
+    every PE's data in place, e.g. ``torch.bmm(peer_stack(rows), w.expand(n, -1, -1))``. With
+    ``team``: the members' copies, ``[r]`` on the team's PE r. CUDA backend only; raises InvalidParam
+    when a PE is not mapped or the layout has no single stride."""
     what = "peer_stack"
     torch, base, span = _peer_args(what, t)
-    n = tdist.n_pes()
-    addrs = [_peer_addr(what, base, pe) for pe in range(n)]
+    team = _team_arg(what, team) or team_world()
+    n = team.size
+    addrs = [_peer_addr(what, base, team.pe(r)) for r in range(n)]
     step = addrs[1] - addrs[0] if n > 1 else 0
     es = t.element_size()
     if any(addrs[r] != addrs[0] + r * step for r in range(n)) or step % es or (n > 1 and step <= 0):
@@ -473,13 +483,18 @@ def data_ptr(t):
 
 
 def aclshmem_free_tensor(t):
-    """Free a tensor made by aclshmem_create_tensor (collective). Views of it must not be used after."""
+    """Free a tensor made by aclshmem_create_tensor (collective over the PEs that made it: every PE, or
+    the members of its team). Views of it must not be used after."""
     p = data_ptr(t)
     if p not in _live:
         _refuse(errors.InvalidParam(f"free_tensor: address {p:#x} is not the start of a tensor from "
                                     "aclshmem_create_tensor (already freed, or a view)", INVALID_PARAM),
                 tdist.free, 0)
-    tdist.free(p)
+    team = _live[p][1]
+    if team is None:
+        tdist.free(p)
+    else:
+        tdist.team_free(team.handle, p)
     del _live[p]
 
 
@@ -503,3 +518,214 @@ free = aclshmem_free
 ptr = aclshmem_ptr
 create_tensor = aclshmem_create_tensor
 free_tensor = aclshmem_free_tensor
+
+
+# ---------------------------------------------------------------------------------------------
+# Teams (docs/CONTRACT.md section 8): what group= on the tdist_kernels ops runs over.
+
+TEAM_HEAP_BYTES = 64 << 20  # default team heap of new_team / new_group / new_subgroups
+
+
+class Team:
+    """A tdist team: the world PEs ``start``, ``start + stride``, ... (``size`` of them), this PE
+    being member ``rank``. ``handle`` is the runtime's team (``tdist.team_*``); ``heap_bytes`` the
+    size of its team heap, where ``aclshmem_create_tensor(..., team=)`` allocates (collective over the
+    members only). The world team has handle ``tdist.TEAM_WORLD`` and allocates from the world heap."""
+
+    __slots__ = ("handle", "start", "stride", "size", "rank", "heap_bytes")
+
+    def __init__(self, handle, start, stride, size, rank, heap_bytes):
+        self.handle, self.start, self.stride, self.size = handle, start, stride, size
+        self.rank, self.heap_bytes = rank, heap_bytes
+
+    def pe(self, r):
+        """The world PE of member ``r``."""
+        return self.start + r * self.stride
+
+    def pes(self):
+        return [self.pe(r) for r in range(self.size)]
+
+    @property
+    def is_world(self):
+        return self.handle == tdist.TEAM_WORLD
+
+    def __repr__(self):
+        return (f"Team(handle={self.handle}, pes={self.pes()}, rank={self.rank}, "
+                f"heap_bytes={self.heap_bytes})")
+
+
+_world_team = None
+_group_teams = {}  # id(torch group) -> (group, Team): the groups of new_group / new_subgroups
+
+
+def team_world():
+    """The world team (every PE)."""
+    global _world_team
+    if not tdist.initialized():
+        raise errors.InvalidParam("team_world: tdist is not initialised", INVALID_PARAM)
+    if _world_team is None:
+        _world_team = Team(tdist.TEAM_WORLD, 0, 1, tdist.n_pes(), tdist.my_pe(), 0)
+    return _world_team
+
+
+def _team_arg(what, team):
+    """``team`` checked: None or the world team -> None (the world heap); a member's ``Team`` itself."""
+    if team is None:
+        return None
+    if not isinstance(team, Team):
+        raise errors.InvalidParam(f"{what}: team must be a shmem.Team (new_team, team_of), got "
+                                  f"{type(team).__name__}", INVALID_PARAM)
+    if team.is_world:
+        return None
+    return team
+
+
+def _heap_bytes(what, heap_bytes):
+    if heap_bytes is None:
+        return TEAM_HEAP_BYTES
+    return _size(heap_bytes, what, "heap_bytes")
+
+
+def _progression(what, ranks):
+    """(start, stride, size) of ``ranks``, which must be distinct world PEs in arithmetic progression."""
+    ranks = [int(r) for r in ranks]
+    n = tdist.n_pes()
+    if not ranks or any(not 0 <= r < n for r in ranks) or len(set(ranks)) != len(ranks):
+        raise errors.InvalidParam(f"{what}: ranks {ranks} must be distinct PEs in [0, {n})", INVALID_PARAM)
+    stride = ranks[1] - ranks[0] if len(ranks) > 1 else 1
+    if stride <= 0 or any(ranks[i] != ranks[0] + i * stride for i in range(len(ranks))):
+        raise errors.InvalidParam(f"{what}: ranks {ranks} are not an increasing arithmetic progression; tdist teams "
+                                  "are strided sets of PEs (start, start + stride, ...)", INVALID_PARAM)
+    return ranks[0], stride, len(ranks)
+
+
+def _make_team(handle, heap_bytes):
+    if handle == tdist.TEAM_INVALID:
+        return None
+    start, stride, size = tdist.team_world_pes(handle)
+    return Team(handle, start, stride, size, tdist.team_my_pe(handle), heap_bytes)
+
+
+def new_team(ranks, heap_bytes=None):
+    """A team of the world PEs ``ranks`` (an increasing arithmetic progression) with a team heap of
+    ``heap_bytes`` (default ``TEAM_HEAP_BYTES``). Collective over every PE, with the same arguments
+    (like torch's ``new_group``); returns the ``Team`` on its members and None elsewhere."""
+    what = "new_team"
+    heap = _heap_bytes(what, heap_bytes)
+    try:
+        start, stride, size = _progression(what, ranks)
+    except errors.InvalidParam as e:
+        _refuse(e, tdist.team_split_strided, tdist.TEAM_WORLD, 0, 1, 1, heap)
+    return _make_team(tdist.team_split_strided(tdist.TEAM_WORLD, start, stride, size, heap), heap)
+
+
+def new_subteams(group_size, heap_bytes=None):
+    """The world split into consecutive teams of ``group_size`` PEs (``tdist.team_split_2d``'s x-teams),
+    all of them in one team-heap block of ``heap_bytes``. Collective over every PE; returns this PE's
+    team."""
+    what = "new_subteams"
+    heap = _heap_bytes(what, heap_bytes)
+    g = _size(group_size, what, "group_size")
+    if g == 0 or tdist.n_pes() % g:
+        _refuse(errors.InvalidParam(f"{what}: group_size {g} does not divide the {tdist.n_pes()} PEs",
+                                    INVALID_PARAM), tdist.team_split_2d, tdist.TEAM_WORLD, 1, heap, 0)
+    xteam, yteam = tdist.team_split_2d(tdist.TEAM_WORLD, g, heap, 0)
+    if yteam != tdist.TEAM_INVALID:
+        tdist.team_destroy(yteam)  # the y-teams have no heap and are not used here
+    return _make_team(xteam, heap)
+
+
+def _torch_dist(what):
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_initialized():
+        raise errors.InvalidParam(f"{what}: torch.distributed is not initialised", INVALID_PARAM)
+    base = torch_group()
+    if base is not None and dist.get_process_group_ranks(base) != list(range(dist.get_world_size())):
+        raise errors.InvalidParam(f"{what}: tdist runs over a subgroup of torch's world; make groups over "
+                                  "tdist's world with new_team instead", INVALID_PARAM)
+    if dist.get_world_size() != tdist.n_pes():
+        raise errors.InvalidParam(f"{what}: torch's world has {dist.get_world_size()} ranks, tdist's "
+                                  f"{tdist.n_pes()} PEs: torch rank i must be PE i", INVALID_PARAM)
+    return dist
+
+
+def new_group(ranks, heap_bytes=None, **torch_options):
+    """``torch.distributed.new_group(ranks)`` together with the tdist team of the same ranks, so that
+    the group can be given to the tdist_kernels ops as ``group=``. Collective over every rank with the
+    same arguments, as torch's own call is; torch rank i must be PE i. ``ranks``: an increasing
+    arithmetic progression (tdist teams are strided); ``torch_options`` go to ``new_group``. Returns
+    the torch group (``GroupMember.NON_GROUP_MEMBER`` on the other ranks)."""
+    dist = _torch_dist("new_group")
+    team = new_team(ranks, heap_bytes)
+    group = dist.new_group(ranks=list(ranks), **torch_options)
+    if team is not None:
+        _group_teams[id(group)] = (group, team)
+    return group
+
+
+def new_subgroups(group_size, heap_bytes=None, **torch_options):
+    """``torch.distributed.new_subgroups(group_size)`` together with their tdist teams (one team heap for
+    all of them): returns ``(this rank's group, every group)``, the groups usable as ``group=``.
+    Collective over every rank."""
+    dist = _torch_dist("new_subgroups")
+    team = new_subteams(group_size, heap_bytes)
+    mine, groups = dist.new_subgroups(group_size=group_size, **torch_options)
+    _group_teams[id(mine)] = (mine, team)
+    return mine, groups
+
+
+def team_of(group):
+    """The ``Team`` of ``group``: a torch group from ``new_group`` / ``new_subgroups`` (on a member),
+    tdist's world group (``init_from_torch``'s, or torch's world when it is tdist's), or a ``Team``
+    itself. Anything else raises InvalidParam naming what to do."""
+    if isinstance(group, Team):
+        if group.rank < 0:
+            raise errors.InvalidParam("team_of: this PE is not a member of the team", INVALID_PARAM)
+        return group
+    got = _group_teams.get(id(group))
+    if got is not None and got[0] is group:
+        return got[1]
+    import torch.distributed as dist
+    if group is dist.GroupMember.NON_GROUP_MEMBER:
+        raise errors.InvalidParam("team_of: this rank is not a member of the group (torch.distributed gave it "
+                                  "GroupMember.NON_GROUP_MEMBER)", INVALID_PARAM)
+    if not isinstance(group, dist.ProcessGroup):
+        raise errors.InvalidParam(f"team_of: group must be a torch.distributed ProcessGroup or a shmem.Team, got "
+                                  f"{type(group).__name__}", INVALID_PARAM)
+    base = torch_group()
+    want = dist.get_process_group_ranks(base) if base is not None else list(range(tdist.n_pes()))
+    if group is base or dist.get_process_group_ranks(group) == want:
+        return team_world()
+    raise errors.InvalidParam(f"team_of: group with ranks {dist.get_process_group_ranks(group)} has no tdist team: "
+                              "make it with shmem.new_group(ranks) or shmem.new_subgroups(size) (collective, "
+                              "like torch's new_group) instead of torch.distributed.new_group", INVALID_PARAM)
+
+
+def team_barrier(team):
+    """Host barrier over ``team``'s members (the world team: every PE)."""
+    t = _team_arg("team_barrier", team)
+    if t is None:
+        tdist.host_barrier_all()
+    else:
+        tdist.team_barrier(t.handle)
+
+
+def team_barrier_on_stream(team, stream=None):
+    """Barrier over ``team``'s members enqueued on a CUDA stream (default: torch's current stream)."""
+    t = _team_arg("team_barrier_on_stream", team)
+    if t is None:
+        barrier_all_on_stream(stream)
+        return
+    if stream is None:
+        import torch
+        stream = torch.cuda.current_stream()
+    tdist.cuda_team_barrier_on_stream(t.handle, int(getattr(stream, "cuda_stream", stream)))
+
+
+def team_allgather(team, data):
+    """``data`` (bytes, the same length on every member) of every member, in member order (a list)."""
+    t = _team_arg("team_allgather", team)
+    data = bytes(data)
+    got = bytes(tdist.ctrl_allgather(data) if t is None else tdist.team_ctrl_allgather(t.handle, data))
+    n = len(data)
+    return [got[i * n:(i + 1) * n] for i in range((len(got) // n) if n else (team or team_world()).size)]

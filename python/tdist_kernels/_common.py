@@ -113,6 +113,15 @@ def bulk_putmem(dst, src, nbytes, pe, VEC_BLOCK: tl.constexpr):
             tl.store(d8 + idx, tl.load(s8 + idx, mask=m), mask=m)
 
 
+@triton.jit
+def team_pe(r, pe0, pes):
+    """The world PE of member ``r`` of the team the kernel runs over. A team is the world PEs ``pe0``,
+    ``pe0 + pes``, ... (docs/CONTRACT.md section 8); ``rank`` and ``world`` in a kernel are the
+    member's index and the team's size, so every PE a kernel names (``dl.symm_at``, ``dl.notify``,
+    a put) is translated here: one integer multiply-add. Over the world, ``pe0 = 0`` and ``pes = 1``."""
+    return pe0 + r * pes
+
+
 # ---------------------------------------------------------------------------------------------
 # Device barrier over every program of the launch on every PE, on a caller-owned signal area.
 #
@@ -125,7 +134,7 @@ def bulk_putmem(dst, src, nbytes, pe, VEC_BLOCK: tl.constexpr):
 # release flag (local), slots 2 .. 2 + world: "PE r reached barrier k" flags written by PE r.
 
 @triton.jit
-def grid_barrier(bar_ptr, k, rank, world):
+def grid_barrier(bar_ptr, k, rank, world, pe0, pes):
     """Barrier number ``k`` (1, 2, ...) of this launch. Orders every program's earlier stores (local
     and remote) before every program's later loads, on all PEs."""
     fence_sys()
@@ -136,10 +145,10 @@ def grid_barrier(bar_ptr, k, rank, world):
         # last local arrival: tell every PE, then wait until every PE has arrived (>= k: a fast PE
         # may already be at barrier k + 1)
         for r in range(0, world):
-            dl.notify(bar_ptr + (2 + rank) * SIG, r, k)
+            dl.notify(bar_ptr + (2 + rank) * SIG, team_pe(r, pe0, pes), k)
         for r in range(0, world):
             wait_ge(bar_ptr + (2 + r) * SIG, k)
-        dl.notify(bar_ptr + SIG, rank, k)
+        dl.notify(bar_ptr + SIG, team_pe(rank, pe0, pes), k)
     wait_ge(bar_ptr + SIG, k)
 
 
@@ -171,11 +180,11 @@ def epoch_slots(world):
 
 
 @triton.jit
-def epoch_begin(ctl_ptr, rank, world):
+def epoch_begin(ctl_ptr, rank, world, pe0, pes):
     e = tl.load(ctl_ptr) + 1
     for r in range(0, world):
         if r != rank:
-            tl.atomic_xchg(dl.symm_at(ctl_ptr + (2 + rank) * SIG, r), e, sem="relaxed", scope="sys")
+            tl.atomic_xchg(dl.symm_at(ctl_ptr + (2 + rank) * SIG, team_pe(r, pe0, pes)), e, sem="relaxed", scope="sys")
     return e
 
 
@@ -189,14 +198,14 @@ def epoch_wait_ready(ctl_ptr, target, rank, e):
 
 
 @triton.jit
-def epoch_end(ctl_ptr, rank, world, e):
+def epoch_end(ctl_ptr, rank, world, pe0, pes, e):
     fence_sys()
     cta_sync()
     old = tl.atomic_add(ctl_ptr + SIG, 1, sem="acq_rel", scope="gpu")
     if old == e * tl.num_programs(0) - 1:
         for r in range(0, world):
             if r != rank:
-                dl.notify(ctl_ptr + (2 + world + rank) * SIG, r, e)
+                dl.notify(ctl_ptr + (2 + world + rank) * SIG, team_pe(r, pe0, pes), e)
         for r in range(0, world):
             if r != rank:
                 dl.wait(ctl_ptr + (2 + world + r) * SIG, 1, "sys", "acquire", waitValue=e)

@@ -8,12 +8,15 @@ module uses (each written once).
 * local objects kept with them (staging buffers, views of a symmetric buffer, peer views);
 * the side streams ("comm" for copies and signals, "gemm" for a second GEMM stream), one per device;
 * the placement (``shared_gpu``: whether ranks share a GPU, gathered once, collective) and the SM
-  budget of this process (``sm_budget``).
+  budget of this process (``sm_budget``);
+* the team the current op runs over (``scope``, a ``shmem.Team``: the world unless the op was given
+  ``group=``). Buffers, views, plans, placement and barriers are per team: an op over a team
+  allocates in the team's heap and synchronises its members only (docs/CONTRACT.md section 8).
 
 Host protocols:
 
 * ``signal_round(sig)``: seed 002's protocol around one call: zero the op's signals, barrier over
-  all PEs, the call, barrier. The first barrier keeps a rank's clear from erasing a faster peer's
+  the team's PEs, the call, barrier. The first barrier keeps a rank's clear from erasing a faster peer's
   signals of this round; the second keeps the next round's clear (and pushes into a peer's buffers)
   behind every rank's end of this round.
 * ``Resources.epoch_buffers``: the buffers of a one-launch epoch protocol (flags that only grow),
@@ -42,6 +45,36 @@ class Resources:
         # fast path for a repeated call with the same shapes, dtypes, alignment and variant
         self.plans = {}
         self._hooked = False
+        self._scope = None  # the shmem.Team of the current op; None: the world
+
+    # -- the team of the current op ------------------------------------------------------------
+
+    def scope(self):
+        """The ``shmem.Team`` the current op runs over (the world team unless ``group=`` was given)."""
+        if self._scope is not None:
+            return self._scope
+        import shmem as ash
+        return ash.team_world()
+
+    def enter(self, team):
+        """Make ``team`` (a ``shmem.Team``) the current op's; returns what to give ``leave``."""
+        prev = self._scope
+        self._scope = None if team is None or team.is_world else team
+        return prev
+
+    def leave(self, prev):
+        self._scope = prev
+
+    def pe_map(self):
+        """``(pe0, pes)`` of the current team, the kernels' last two team arguments: member ``r`` is world
+        PE ``pe0 + r * pes`` (``_common.team_pe``)."""
+        sc = self._scope
+        return (0, 1) if sc is None else (sc.start, sc.stride)
+
+    def team_key(self):
+        """What keys a cache entry by team: None for the world (the keys of world ops stay as they
+        were), else the team's handle."""
+        return None if self._scope is None else self._scope.handle
 
     # -- runtime -------------------------------------------------------------------------------
 
@@ -89,23 +122,28 @@ class Resources:
         ranks, gathered once at the first call (collective, host only)."""
         import torch
         dev = torch.cuda.current_device()
-        if dev not in self._placement:
-            _, _, tdist = self.runtime()
+        key = (dev, self.team_key())
+        if key not in self._placement:
+            import shmem as ash
+            self.runtime()
             uid = str(torch.cuda.get_device_properties(dev).uuid).encode()[:48].ljust(48)
-            got = bytes(tdist.ctrl_allgather(uid))
-            uids = [got[i:i + 48] for i in range(0, len(got), 48)]
-            self._placement[dev] = len(set(uids)) < len(uids)
-        return self._placement[dev]
+            uids = ash.team_allgather(self.scope(), uid)
+            self._placement[key] = len(set(uids)) < len(uids)
+        return self._placement[key]
 
     # -- buffers -------------------------------------------------------------------------------
 
     def symmetric(self, key, *specs):
         """The symmetric tensors of ``key``, one per ``(shape, dtype)`` spec, made at the first call
-        with that key (collective: every rank asks for the same keys in the same order)."""
-        if key not in self._symmetric:
+        with that key (collective over the current team: its members ask for the same keys in the
+        same order), in the team's heap when the op runs over a team."""
+        tk = self.team_key()
+        full = key if tk is None else ("team", tk, key)
+        if full not in self._symmetric:
             import shmem as ash
-            self._symmetric[key] = tuple(ash.aclshmem_create_tensor(shape, dtype) for shape, dtype in specs)
-        return self._symmetric[key]
+            team = self._scope
+            self._symmetric[full] = tuple(ash.aclshmem_create_tensor(shape, dtype, team=team) for shape, dtype in specs)
+        return self._symmetric[full]
 
     def epoch_buffers(self, key, what, *specs):
         """The symmetric tensors of an epoch-protocol op (flags that only grow, no reset per call), made
@@ -113,7 +151,8 @@ class Resources:
         before any peer can signal into it (a barrier follows the clear). Refused inside CUDA-graph
         capture when they do not exist yet (making them synchronises)."""
         import torch
-        if key not in self._symmetric:
+        tk = self.team_key()
+        if (key if tk is None else ("team", tk, key)) not in self._symmetric:
             if torch.cuda.is_current_stream_capturing():
                 raise KernelArgError(f"{what}: its buffers are created at the first call with these shapes, which "
                                      "cannot happen inside CUDA-graph capture: call it once eagerly first")
@@ -121,21 +160,25 @@ class Resources:
             bufs = self.symmetric(key, *specs)
             bufs[-1].zero_()
             torch.cuda.synchronize()
-            ash.barrier_all()
-        return self._symmetric[key]
+            ash.team_barrier(self._scope)
+        return self.symmetric(key, *specs)
 
     def local(self, key, make):
         """A cached local object, a staging buffer or a view of a symmetric buffer: ``release()``
-        drops it without freeing anything through shmem."""
-        if key not in self._local:
-            self._local[key] = make()
-        return self._local[key]
+        drops it without freeing anything through shmem. Keyed by team like the symmetric buffers."""
+        tk = self.team_key()
+        full = key if tk is None else ("team", tk, key)
+        if full not in self._local:
+            self._local[full] = make()
+        return self._local[full]
 
     def peer_views(self, t, world):
-        """``shmem.peer_tensor(t, pe)`` for every PE, made once per cached buffer (not per call)."""
+        """``shmem.peer_tensor(t, pe)`` for every member ``r < world`` of the current team (its world PE),
+        made once per cached buffer (not per call)."""
         if id(t) not in self._views:
             import shmem as ash
-            self._views[id(t)] = [ash.peer_tensor(t, pe) for pe in range(world)]
+            team = self.scope()
+            self._views[id(t)] = [ash.peer_tensor(t, team.pe(r)) for r in range(world)]
         return self._views[id(t)]
 
     def stream(self, role):
@@ -148,7 +191,8 @@ class Resources:
         return self._streams[key]
 
     def release(self):
-        """Free every cached symmetric buffer (collective) and drop the local ones and the plans."""
+        """Free every cached symmetric buffer (collective: every PE calls it; a team's buffers are freed
+        among its members, in the order they were made) and drop the local ones and the plans."""
         _, ash, _ = self.runtime()
         self.plans.clear()
         self._views.clear()
@@ -167,6 +211,7 @@ class Resources:
         self._local.clear()
         self._symmetric.clear()
         self._placement.clear()
+        self._scope = None
 
 
 RESOURCES = Resources()
@@ -175,14 +220,19 @@ RESOURCES = Resources()
 @contextlib.contextmanager
 def signal_round(sig):
     """Seed 002's host protocol around the body, on the current stream (yielded): zero ``sig``,
-    barrier over all PEs, the body, barrier."""
+    barrier over the current team's PEs, the body, barrier."""
     import torch
-    import shmem as ash
     main = torch.cuda.current_stream()
     sig.zero_()
-    ash.barrier_all_on_stream(main)
+    stream_barrier(main)
     yield main
-    ash.barrier_all_on_stream(main)
+    stream_barrier(main)
+
+
+def stream_barrier(stream=None):
+    """Barrier over the current op's team (``RESOURCES.scope``) on a CUDA stream."""
+    import shmem as ash
+    ash.team_barrier_on_stream(RESOURCES._scope, stream)
 
 
 @contextlib.contextmanager

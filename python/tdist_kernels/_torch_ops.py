@@ -4,19 +4,21 @@ them as single graph nodes (no graph break) and autograd differentiates them.
 ``ops.*`` route here while ``torch.compile`` traces (``torch.compiler.is_compiling()``) and, for the
 differentiable ops, when an input needs a gradient; every other eager call goes straight to the
 op's own path. Each custom op's implementation is that same eager path (``ops._impl``), and its
-fake implementation gives the output's shape, dtype and device from the inputs and the world size,
-which the ops that need it take as an argument (``world``: a constant of the traced graph, so part
-of every compile cache's key; a graph traced for another world size is refused when it runs).
+fake implementation gives the output's shape, dtype and device from the inputs and the size of the
+team the op runs over, which the ops that need it take as an argument (``world``: a constant of the
+traced graph, so part of every compile cache's key; a graph traced for another size is refused when
+it runs). Every custom op takes the runtime handle of its team (``team``: 0 is tdist's world, else
+the team of the op's ``group=``), also a constant of the graph.
 
 =============================================  ====================================================
 custom op                                       eager op
 =============================================  ====================================================
-``tdist::all_reduce(x, variant)``                ``ops.all_reduce(x, variant)``
-``tdist::all_reduce_out(x, out!, variant)``      ``ops.all_reduce(x, variant, out=out)``
-``tdist::reverse_all_to_all(a, world, ...)``     ``ops.reverse_all_to_all`` (and ``_out``)
-``tdist::dispatch_all_to_all(x, world, ...)``    ``ops.dispatch_all_to_all`` (and ``_out``)
-``tdist::ag_gemm(a, b, world, impl, ...)``       ``ops.ag_gemm``
-``tdist::gemm_rs(a, b, world, impl, ...)``       ``ops.gemm_rs``
+``tdist::all_reduce(x, team, variant)``          ``ops.all_reduce(x, variant)``
+``tdist::all_reduce_out(x, out!, team, ...)``    ``ops.all_reduce(x, variant, out=out)``
+``tdist::reverse_all_to_all(a, team, world, ..)`` ``ops.reverse_all_to_all`` (and ``_out``)
+``tdist::dispatch_all_to_all(x, team, world..)`` ``ops.dispatch_all_to_all`` (and ``_out``)
+``tdist::ag_gemm(a, b, team, world, impl, ...)`` ``ops.ag_gemm``
+``tdist::gemm_rs(a, b, team, world, impl, ...)`` ``ops.gemm_rs``
 =============================================  ====================================================
 
 Gradients: the all-reduce's is the all-reduce of the output's gradient; the reverse all-to-all and
@@ -46,25 +48,30 @@ def _def(name, fn, fake, mutates=()):
 # -- all_reduce ---------------------------------------------------------------------------------
 
 
-def _all_reduce(x: torch.Tensor, variant: str) -> torch.Tensor:
-    return ops._impl("all_reduce")(x, variant=variant)
+def _over(what, team, **kwargs):
+    """The eager op ``what`` over the team of handle ``team`` (``ops._run_over``)."""
+    return ops._run_over(ops._team_by_handle(what, team), ops._impl(what), (), kwargs)
 
 
-def _all_reduce_out(x: torch.Tensor, out: torch.Tensor, variant: str) -> None:
-    ops._impl("all_reduce")(x, variant=variant, out=out)
+def _all_reduce(x: torch.Tensor, team: int, variant: str) -> torch.Tensor:
+    return _over("all_reduce", team, x=x, variant=variant)
+
+
+def _all_reduce_out(x: torch.Tensor, out: torch.Tensor, team: int, variant: str) -> None:
+    _over("all_reduce", team, x=x, variant=variant, out=out)
 
 
 all_reduce = _def("all_reduce", _all_reduce,
-                  lambda x, variant: torch.empty_like(x, memory_format=torch.contiguous_format))
-all_reduce_out = _def("all_reduce_out", _all_reduce_out, lambda x, out, variant: None, mutates=("out",))
+                  lambda x, team, variant: torch.empty_like(x, memory_format=torch.contiguous_format))
+all_reduce_out = _def("all_reduce_out", _all_reduce_out, lambda x, out, team, variant: None, mutates=("out",))
 
 
 def _all_reduce_backward(ctx, grad):
-    return all_reduce(grad.contiguous(), ctx.variant), None
+    return all_reduce(grad.contiguous(), ctx.team, ctx.variant), None, None
 
 
 def _all_reduce_setup(ctx, inputs, output):
-    ctx.variant = inputs[1]
+    ctx.team, ctx.variant = inputs[1], inputs[2]
 
 
 all_reduce.register_autograd(_all_reduce_backward, setup_context=_all_reduce_setup)
@@ -83,67 +90,74 @@ def _dispatch_shape(x, W):
     return S * W, HW // W, D
 
 
-def _same_world(what, world):
-    """The ops whose output shape depends on the world size take it as an argument (``world``), so
+def _same_world(what, team, world):
+    """The ops whose output shape depends on the team's size take it as an argument (``world``), so
     that it is a constant of the traced graph and part of every compile cache's key; a graph traced
-    in a job of another size is refused here instead of running with the wrong shapes."""
-    if world != tdist.n_pes():
-        raise ops.KernelArgError(f"{what}: this graph was traced for {world} PEs; the job has {tdist.n_pes()}")
+    in a job or team of another size is refused here instead of running with the wrong shapes."""
+    t = ops._team_by_handle(what, team)
+    n = tdist.n_pes() if t is None else t.size
+    if world != n:
+        raise ops.KernelArgError(f"{what}: this graph was traced for {world} PEs; its team has {n}")
 
 
-def _world():
+def _world(team):
+    """The size of the team of handle ``team`` (0: tdist's world)."""
     import shmem
     if not shmem._world_size:
         raise ops.KernelArgError("tdist_kernels under torch.compile: tdist is not initialised through shmem "
                                  "(shmem.init_from_env / init_from_torch / aclshmem_init)")
-    return shmem._world_size
+    t = ops._team_by_handle("tdist_kernels", team)
+    return shmem._world_size if t is None else t.size
 
 
-def _reverse(a: torch.Tensor, world: int, variant: str, buffer_num: int, block_s: Optional[int],
+def _reverse(a: torch.Tensor, team: int, world: int, variant: str, buffer_num: int, block_s: Optional[int],
              block_d: Optional[int]) -> torch.Tensor:
-    _same_world("reverse_all_to_all", world)
-    return ops._impl("reverse_all_to_all")(a, variant=variant, buffer_num=buffer_num, block_s=block_s,
-                                           block_d=block_d)
+    _same_world("reverse_all_to_all", team, world)
+    return _over("reverse_all_to_all", team, a=a, variant=variant, buffer_num=buffer_num, block_s=block_s,
+                 block_d=block_d)
 
 
-def _reverse_out(a: torch.Tensor, out: torch.Tensor, world: int, variant: str, buffer_num: int,
+def _reverse_out(a: torch.Tensor, out: torch.Tensor, team: int, world: int, variant: str, buffer_num: int,
                  block_s: Optional[int], block_d: Optional[int]) -> None:
-    _same_world("reverse_all_to_all", world)
-    ops._impl("reverse_all_to_all")(a, variant=variant, out=out, buffer_num=buffer_num, block_s=block_s,
-                                    block_d=block_d)
+    _same_world("reverse_all_to_all", team, world)
+    _over("reverse_all_to_all", team, a=a, variant=variant, out=out, buffer_num=buffer_num, block_s=block_s,
+          block_d=block_d)
 
 
-def _dispatch(x: torch.Tensor, world: int, variant: str) -> torch.Tensor:
-    _same_world("dispatch_all_to_all", world)
-    return ops._impl("dispatch_all_to_all")(x, variant=variant)
+def _dispatch(x: torch.Tensor, team: int, world: int, variant: str) -> torch.Tensor:
+    _same_world("dispatch_all_to_all", team, world)
+    return _over("dispatch_all_to_all", team, x=x, variant=variant)
 
 
-def _dispatch_out(x: torch.Tensor, out: torch.Tensor, world: int, variant: str) -> None:
-    _same_world("dispatch_all_to_all", world)
-    ops._impl("dispatch_all_to_all")(x, out=out, variant=variant)
+def _dispatch_out(x: torch.Tensor, out: torch.Tensor, team: int, world: int, variant: str) -> None:
+    _same_world("dispatch_all_to_all", team, world)
+    _over("dispatch_all_to_all", team, x=x, out=out, variant=variant)
 
 
 reverse_all_to_all = _def("reverse_all_to_all", _reverse,
-                          lambda a, world, variant, buffer_num, block_s, block_d: a.new_empty(_reverse_shape(a, world)))
+                          lambda a, team, world, variant, buffer_num, block_s, block_d:
+                          a.new_empty(_reverse_shape(a, world)))
 reverse_all_to_all_out = _def("reverse_all_to_all_out", _reverse_out,
-                              lambda a, out, world, variant, buffer_num, block_s, block_d: None, mutates=("out",))
+                              lambda a, out, team, world, variant, buffer_num, block_s, block_d: None,
+                              mutates=("out",))
 dispatch_all_to_all = _def("dispatch_all_to_all", _dispatch,
-                           lambda x, world, variant: x.new_empty(_dispatch_shape(x, world)))
-dispatch_all_to_all_out = _def("dispatch_all_to_all_out", _dispatch_out, lambda x, out, world, variant: None,
+                           lambda x, team, world, variant: x.new_empty(_dispatch_shape(x, world)))
+dispatch_all_to_all_out = _def("dispatch_all_to_all_out", _dispatch_out, lambda x, out, team, world, variant: None,
                                mutates=("out",))
 
 
 def _reverse_backward(ctx, grad):
     # dispatch is reverse's inverse permutation, so its adjoint
-    return dispatch_all_to_all(grad.contiguous(), ctx.world, "staged"), None, None, None, None, None
+    return dispatch_all_to_all(grad.contiguous(), ctx.team, ctx.world, "staged"), None, None, None, None, None, None
 
 
 def _reverse_setup(ctx, inputs, output):
-    ctx.world = inputs[1]
+    ctx.team, ctx.world = inputs[1], inputs[2]
 
 
 def _dispatch_backward(ctx, grad):
-    return reverse_all_to_all(grad.contiguous(), ctx.world, "pipeline", 2, None, None), None, None
+    return (reverse_all_to_all(grad.contiguous(), ctx.team, ctx.world, "pipeline", 2, None, None),
+            None, None, None)
 
 
 reverse_all_to_all.register_autograd(_reverse_backward, setup_context=_reverse_setup)
@@ -153,60 +167,61 @@ dispatch_all_to_all.register_autograd(_dispatch_backward, setup_context=_reverse
 # -- overlap GEMMs ------------------------------------------------------------------------------
 
 
-def _ag_gemm(a: torch.Tensor, b: torch.Tensor, world: int, impl: str, chunk_m: Optional[int],
+def _ag_gemm(a: torch.Tensor, b: torch.Tensor, team: int, world: int, impl: str, chunk_m: Optional[int],
              gemm_streams: int) -> torch.Tensor:
-    _same_world("ag_gemm", world)
-    return ops._impl("ag_gemm")(a, b, impl=impl, chunk_m=chunk_m, gemm_streams=gemm_streams)
+    _same_world("ag_gemm", team, world)
+    return _over("ag_gemm", team, a=a, b=b, impl=impl, chunk_m=chunk_m, gemm_streams=gemm_streams)
 
 
-def _gemm_rs(a: torch.Tensor, b: torch.Tensor, world: int, impl: str, reduce_programs: Optional[int],
+def _gemm_rs(a: torch.Tensor, b: torch.Tensor, team: int, world: int, impl: str, reduce_programs: Optional[int],
              gemm_streams: int) -> torch.Tensor:
-    _same_world("gemm_rs", world)
-    return ops._impl("gemm_rs")(a, b, impl=impl, reduce_programs=reduce_programs, gemm_streams=gemm_streams)
+    _same_world("gemm_rs", team, world)
+    return _over("gemm_rs", team, a=a, b=b, impl=impl, reduce_programs=reduce_programs, gemm_streams=gemm_streams)
 
 
 ag_gemm = _def("ag_gemm", _ag_gemm,
-               lambda a, b, world, impl, chunk_m, gemm_streams: a.new_empty((world * a.shape[0], b.shape[1])))
+               lambda a, b, team, world, impl, chunk_m, gemm_streams: a.new_empty((world * a.shape[0], b.shape[1])))
 gemm_rs = _def("gemm_rs", _gemm_rs,
-               lambda a, b, world, impl, reduce_programs, gemm_streams: a.new_empty((a.shape[0] // world,
-                                                                                    b.shape[1])))
+               lambda a, b, team, world, impl, reduce_programs, gemm_streams: a.new_empty((a.shape[0] // world,
+                                                                                          b.shape[1])))
 
 
 # -- the calls ops.* make -----------------------------------------------------------------------
-# Same signatures as the ops (group checked by the op before); out= selects the mutating form.
+# Same signatures as the ops, with the team's handle (``ops._team_handle`` of the op's group=) in
+# place of group=; out= selects the mutating form.
 
 
-def call_all_reduce(x, variant="auto", out=None):
+def call_all_reduce(x, variant="auto", out=None, team=0):
     if out is None:
-        return all_reduce(x, variant)
-    all_reduce_out(x, out, variant)
+        return all_reduce(x, team, variant)
+    all_reduce_out(x, out, team, variant)
     return out
 
 
-def call_reverse_all_to_all(a, variant="pipeline", out=None, buffer_num=2, block_s=None, block_d=None):
+def call_reverse_all_to_all(a, variant="pipeline", out=None, buffer_num=2, block_s=None, block_d=None, team=0):
     if out is None:
-        return reverse_all_to_all(a, _world(), variant, buffer_num, block_s, block_d)
-    reverse_all_to_all_out(a, out, _world(), variant, buffer_num, block_s, block_d)
+        return reverse_all_to_all(a, team, _world(team), variant, buffer_num, block_s, block_d)
+    reverse_all_to_all_out(a, out, team, _world(team), variant, buffer_num, block_s, block_d)
     return out
 
 
-def call_dispatch_all_to_all(x, out=None, variant="staged"):
+def call_dispatch_all_to_all(x, out=None, variant="staged", team=0):
     if out is None:
-        return dispatch_all_to_all(x, _world(), variant)
-    dispatch_all_to_all_out(x, out, _world(), variant)
+        return dispatch_all_to_all(x, team, _world(team), variant)
+    dispatch_all_to_all_out(x, out, team, _world(team), variant)
     return out
 
 
-def call_ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
+def call_ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1, team=0):
     if out is not None:
         raise ops.KernelArgError("ag_gemm: out= is not available under torch.compile or autograd; use the result")
-    return ag_gemm(a, b, _world(), impl, chunk_m, gemm_streams)
+    return ag_gemm(a, b, team, _world(team), impl, chunk_m, gemm_streams)
 
 
-def call_gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
+def call_gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1, team=0):
     if out is not None:
         raise ops.KernelArgError("gemm_rs: out= is not available under torch.compile or autograd; use the result")
-    return gemm_rs(a, b, _world(), impl, reduce_programs, gemm_streams)
+    return gemm_rs(a, b, team, _world(team), impl, reduce_programs, gemm_streams)
 
 
 CALLS = {"all_reduce": call_all_reduce, "reverse_all_to_all": call_reverse_all_to_all,

@@ -41,7 +41,7 @@ import triton_dist.language as dl
 
 from ._common import SIG, SIG_ELEMS, cdiv, fence_proxy_async
 from ._gemm import GemmStreams, compile_cfg, descriptor, gemm_cfg, k_loop, k_loop_tma, tile_of, use_tma
-from ._resources import RESOURCES, contiguous_out, side_stream, signal_round
+from ._resources import RESOURCES, contiguous_out, side_stream, signal_round, stream_barrier
 
 
 @tlc.builtin
@@ -173,6 +173,7 @@ def run_triton(a, b, out, W, me, dt, chunk_m=None):
     N = b.shape[1]
     chunk = chunk_m or max(128, cdiv(M, 4))
     n_chunks = cdiv(M, chunk)
+    pe = RESOURCES.scope().pe
     gather, sig = RESOURCES.symmetric(("ag_gemm", M, K, dt, W, chunk), ([W * M, K], a.dtype),
                                       ([ag_gemm_signal_slots(W, M, chunk) * SIG_ELEMS], torch.int64))
     cfg = gemm_cfg(dt)
@@ -182,7 +183,7 @@ def run_triton(a, b, out, W, me, dt, chunk_m=None):
             r0 = c * chunk
             rows = min(chunk, M - r0)
             for j in range(W):
-                target = (me + j) % W
+                target = pe((me + j) % W)
                 ash.putmem_on_stream(gather[me * M + r0:me * M + r0 + rows], a[r0:r0 + rows], target, stream=comm)
                 ash.signal_op_on_stream(sig[(me * n_chunks + c) * SIG_ELEMS:], 1, target, stream=comm)
         if use_tma(dt, b, gather):
@@ -201,12 +202,13 @@ def run_cublas(a, b, out, W, me, dt, nstreams=1, whole=False):
     import torch
     import shmem as ash
     M, K = a.shape
+    pe = RESOURCES.scope().pe
     gather, sig = RESOURCES.symmetric(("ag_gemm_cublas", M, K, dt, W), ([W * M, K], a.dtype),
                                       ([W * SIG_ELEMS], torch.int64))
     # the trailing barrier of signal_round: the next call's puts must not overwrite rows still being read
     with contiguous_out(out) as o, signal_round(sig) as main, side_stream("comm", uses=(a,)) as comm:
         for j in range(1, W):  # rank me - j multiplies this rank's rows at its step j: feed it first
-            target = (me - j) % W
+            target = pe((me - j) % W)
             ash.putmem_on_stream(gather[me * M:(me + 1) * M], a, target, stream=comm)
             ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, target, stream=comm)
         if whole:
@@ -237,13 +239,14 @@ def run_in_place(a, b, out, W, dt):
     N = b.shape[1]
     key = ("ag_gemm_in_place", M, K, dt, W)
     rows, = RESOURCES.symmetric(key, ([M, K], a.dtype))
-    stack = RESOURCES.local(key, lambda: ash.peer_stack(rows))  # a view: release() drops it, frees rows
+    team = RESOURCES.scope()
+    stack = RESOURCES.local(key, lambda: ash.peer_stack(rows, team))  # a view: release() drops it, frees rows
     main = torch.cuda.current_stream()
     rows.copy_(a)  # the previous call's trailing barrier: no peer still reads the old rows
-    ash.barrier_all_on_stream(main)  # every rank's rows are in place
+    stream_barrier(main)  # every rank's rows are in place
     with contiguous_out(out) as o:
         torch.bmm(stack, b.expand(W, K, N), out=o.view(W, M, N))
-        ash.barrier_all_on_stream(main)  # every rank has read this rank's rows
+        stream_barrier(main)  # every rank has read this rank's rows
     return out
 
 

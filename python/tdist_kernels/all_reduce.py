@@ -29,7 +29,7 @@ import triton_dist.language as dl
 from triton_dist.language import core as dlcore
 from triton_dist.language._front import DistributedError, Front
 
-from ._common import SIG, SIG_ELEMS, bar_slots, cdiv, fence_sys, grid_barrier, pow2, resident_grid
+from ._common import SIG, SIG_ELEMS, bar_slots, cdiv, fence_sys, grid_barrier, pow2, resident_grid, team_pe
 from ._launch import Launch
 from ._resources import RESOURCES, signal_round
 
@@ -41,23 +41,23 @@ VARIANTS = ("one_shot", "two_shot", "ring", "one_shot_ll")
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
-def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, BLOCK: tl.constexpr):
+def allreduce_one_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, pe0, pes, N, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     for off in range(pid * BLOCK, N, nprog * BLOCK):
         idx = off + tl.arange(0, BLOCK)
         m = idx < N
         tl.store(buf_ptr + idx, tl.load(x_ptr + idx, mask=m), mask=m)
-    grid_barrier(bar_ptr, 1, rank, world)
+    grid_barrier(bar_ptr, 1, rank, world, pe0, pes)
     for off in range(pid * BLOCK, N, nprog * BLOCK):
         idx = off + tl.arange(0, BLOCK)
         m = idx < N
         acc = tl.zeros([BLOCK], dtype=tl.float32)
         for r in range(0, world):
-            acc += tl.load(dl.symm_at(buf_ptr, r) + idx, mask=m, other=0.0).to(tl.float32)
+            acc += tl.load(dl.symm_at(buf_ptr, team_pe(r, pe0, pes)) + idx, mask=m, other=0.0).to(tl.float32)
         tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=m)
     # nobody may overwrite buf (next call) while a peer still reads it
-    grid_barrier(bar_ptr, 2, rank, world)
+    grid_barrier(bar_ptr, 2, rank, world, pe0, pes)
 
 
 # LL (low-latency) packets: every 4 bytes of payload travel in one 8-byte word with the epoch in the
@@ -120,7 +120,7 @@ def _ll_pack(lo, hi, KIND: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
-def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, NW, KIND: tl.constexpr,
+def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, pe0, pes, NW, KIND: tl.constexpr,
                         BLOCK: tl.constexpr, WP: tl.constexpr):
     """Low-latency one-shot all-reduce over ``NW`` int32 payload words (x and out viewed as int32):
     one launch, no barrier, no fence, no signal reset. ``WP``: a power of two >= ``world``.
@@ -146,7 +146,7 @@ def allreduce_ll_kernel(x_ptr, buf_ptr, out_ptr, epoch_ptr, rank, world, NW, KIN
         pkt = (tl.load(x_ptr + idx, mask=m).to(tl.int64) & 0xFFFFFFFF) | tag
         for j in range(1, world):
             t = (rank + j) % world
-            tl.store(dl.symm_at(buf_ptr, t) + (par * world + rank) * NN + idx, pkt, mask=m)
+            tl.store(dl.symm_at(buf_ptr, team_pe(t, pe0, pes)) + (par * world + rank) * NN + idx, pkt, mask=m)
     t0 = ll_clock()
     rr = tl.arange(0, WP)[:, None]
     for off in range(pid * BLOCK, NW, nprog * BLOCK):
@@ -187,14 +187,14 @@ def ll_buffer_words(world, nw):
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
-def allreduce_two_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, BLOCK: tl.constexpr):
+def allreduce_two_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, pe0, pes, N, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     for off in range(pid * BLOCK, N, nprog * BLOCK):
         idx = off + tl.arange(0, BLOCK)
         m = idx < N
         tl.store(buf_ptr + idx, tl.load(x_ptr + idx, mask=m), mask=m)
-    grid_barrier(bar_ptr, 1, rank, world)
+    grid_barrier(bar_ptr, 1, rank, world, pe0, pes)
     seg = tl.cdiv(N, world)
     lo = rank * seg
     hi = tl.minimum(lo + seg, N)
@@ -205,9 +205,9 @@ def allreduce_two_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
         m = idx < hi
         acc = tl.zeros([BLOCK], dtype=tl.float32)
         for r in range(0, world):
-            acc += tl.load(dl.symm_at(buf_ptr, r) + idx, mask=m, other=0.0).to(tl.float32)
+            acc += tl.load(dl.symm_at(buf_ptr, team_pe(r, pe0, pes)) + idx, mask=m, other=0.0).to(tl.float32)
         tl.store(buf_ptr + idx, acc.to(buf_ptr.dtype.element_ty), mask=m)
-    grid_barrier(bar_ptr, 2, rank, world)
+    grid_barrier(bar_ptr, 2, rank, world, pe0, pes)
     # all-gather
     for t in range(0, world):
         src = (rank + t) % world
@@ -216,12 +216,12 @@ def allreduce_two_shot_kernel(x_ptr, buf_ptr, out_ptr, bar_ptr, rank, world, N, 
         for off in range(slo + pid * BLOCK, shi, nprog * BLOCK):
             idx = off + tl.arange(0, BLOCK)
             m = idx < shi
-            tl.store(out_ptr + idx, tl.load(dl.symm_at(buf_ptr, src) + idx, mask=m), mask=m)
-    grid_barrier(bar_ptr, 3, rank, world)
+            tl.store(out_ptr + idx, tl.load(dl.symm_at(buf_ptr, team_pe(src, pe0, pes)) + idx, mask=m), mask=m)
+    grid_barrier(bar_ptr, 3, rank, world, pe0, pes)
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
-def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, N, BLOCK: tl.constexpr):
+def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, pe0, pes, N, BLOCK: tl.constexpr):
     """recv: symmetric ``[2 * (W - 1), seg]`` (one slot per step of each phase);
     sig: ``[2 * (W - 1), tiles_per_seg]`` slots, set to 1 once per launch (host zeroes them)."""
     pid = tl.program_id(0)
@@ -239,9 +239,9 @@ def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, N, BLO
         m0 = (toff < seg) & (i0 < N)
         part = tl.load(x_ptr + i0, mask=m0, other=0.0)
         if steps > 0:
-            tl.store(dl.symm_at(recv_ptr, nxt) + 0 * seg + toff, part, mask=toff < seg)
+            tl.store(dl.symm_at(recv_ptr, team_pe(nxt, pe0, pes)) + 0 * seg + toff, part, mask=toff < seg)
             fence_sys()
-            dl.notify(sig_ptr + (0 * ntile + tile) * SIG, nxt, 1)
+            dl.notify(sig_ptr + (0 * ntile + tile) * SIG, team_pe(nxt, pe0, pes), 1)
         for s in range(0, steps):
             c = (rank - s - 1 + world) % world
             i = c * seg + toff
@@ -251,18 +251,18 @@ def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, N, BLO
             got = tl.load(src + s * seg + toff, mask=toff < seg, other=0.0)
             part = (got.to(tl.float32) + tl.load(x_ptr + i, mask=m, other=0.0).to(tl.float32)).to(got.dtype)
             if s + 1 < steps:
-                tl.store(dl.symm_at(recv_ptr, nxt) + (s + 1) * seg + toff, part, mask=toff < seg)
+                tl.store(dl.symm_at(recv_ptr, team_pe(nxt, pe0, pes)) + (s + 1) * seg + toff, part, mask=toff < seg)
                 fence_sys()
-                dl.notify(sig_ptr + ((s + 1) * ntile + tile) * SIG, nxt, 1)
+                dl.notify(sig_ptr + ((s + 1) * ntile + tile) * SIG, team_pe(nxt, pe0, pes), 1)
         # `part` is now the fully reduced segment (rank + 1) % W (or the own data when W == 1)
         own = (rank + 1) % world
         io = own * seg + toff
         tl.store(out_ptr + io, part.to(out_ptr.dtype.element_ty), mask=(toff < seg) & (io < N))
         # ---- all-gather. Step s: receive segment (rank - s) from the previous rank, keep, forward.
         if steps > 0:
-            tl.store(dl.symm_at(recv_ptr, nxt) + steps * seg + toff, part, mask=toff < seg)
+            tl.store(dl.symm_at(recv_ptr, team_pe(nxt, pe0, pes)) + steps * seg + toff, part, mask=toff < seg)
             fence_sys()
-            dl.notify(sig_ptr + (steps * ntile + tile) * SIG, nxt, 1)
+            dl.notify(sig_ptr + (steps * ntile + tile) * SIG, team_pe(nxt, pe0, pes), 1)
         for s in range(0, steps):
             c = (rank - s + world) % world
             i = c * seg + toff
@@ -271,9 +271,10 @@ def allreduce_ring_kernel(x_ptr, recv_ptr, out_ptr, sig_ptr, rank, world, N, BLO
             got = tl.load(src + (steps + s) * seg + toff, mask=toff < seg, other=0.0)
             tl.store(out_ptr + i, got.to(out_ptr.dtype.element_ty), mask=(toff < seg) & (i < N))
             if s + 1 < steps:
-                tl.store(dl.symm_at(recv_ptr, nxt) + (steps + s + 1) * seg + toff, got, mask=toff < seg)
+                tl.store(dl.symm_at(recv_ptr, team_pe(nxt, pe0, pes)) + (steps + s + 1) * seg + toff, got,
+                         mask=toff < seg)
                 fence_sys()
-                dl.notify(sig_ptr + ((steps + s + 1) * ntile + tile) * SIG, nxt, 1)
+                dl.notify(sig_ptr + ((steps + s + 1) * ntile + tile) * SIG, team_pe(nxt, pe0, pes), 1)
 
 
 def ring_buffer_elems(world, N):
@@ -310,6 +311,7 @@ def run(variant, xf, out, W, me, dt):
     import torch
     nsm = RESOURCES.sm_budget()
     N = xf.numel()
+    sc = RESOURCES.scope()
     if variant == "one_shot_ll":
         return _run_ll(xf, out, W, me, dt, nsm)
     if variant == "ring":
@@ -317,13 +319,14 @@ def run(variant, xf, out, W, me, dt):
                                         ([ring_signal_slots(W, N, SHOT_BLOCK) * SIG_ELEMS], torch.int64))
         grid = max(1, min(allreduce_grid(nsm), cdiv(cdiv(N, W), SHOT_BLOCK)))
         launch = lambda: allreduce_ring_kernel[(grid,)](  # noqa: E731
-            xf, recv, out, sig, me, W, N, BLOCK=SHOT_BLOCK, num_warps=4)
+            xf, recv, out, sig, me, W, sc.start, sc.stride, N, BLOCK=SHOT_BLOCK, num_warps=4)
     else:
         buf, sig = RESOURCES.symmetric(("all_reduce", "shot", N, dt, W), ([N], xf.dtype),
                                        ([bar_slots(W) * SIG_ELEMS], torch.int64))
         kern = allreduce_one_shot_kernel if variant == "one_shot" else allreduce_two_shot_kernel
         grid = max(1, min(allreduce_grid(nsm), cdiv(N, SHOT_BLOCK)))
-        launch = lambda: kern[(grid,)](xf, buf, out, sig, me, W, N, BLOCK=SHOT_BLOCK, num_warps=4)  # noqa: E731
+        launch = lambda: kern[(grid,)](xf, buf, out, sig, me, W, sc.start, sc.stride, N,  # noqa: E731
+                                        BLOCK=SHOT_BLOCK, num_warps=4)
     with signal_round(sig):
         launch()
     return out
@@ -344,7 +347,9 @@ def _run_ll(xf, out, W, me, dt, nsm):
     else:
         xin, o = xf, flat
     plan = ll_plan(nw, W, me, dt, nsm, (xin.data_ptr() % 16 == 0, o.data_ptr() % 16 == 0))
-    plan.launch(xin.view(torch.int32), plan.area, o.view(torch.int32), plan.epochs, me, W, plan.nw)
+    sc = RESOURCES.scope()
+    plan.launch(xin.view(torch.int32), plan.area, o.view(torch.int32), plan.epochs, me, W, sc.start, sc.stride,
+                plan.nw)
     if o is not flat:
         flat.copy_(o[:N])
     return out
@@ -370,13 +375,14 @@ class LLPlan:
         self.epochs = self.area[ll_buffer_words(W, nw):]
         self.launch = Launch(allreduce_ll_kernel, (grid,), {"KIND": LL_KIND[dt], "BLOCK": block, "WP": pow2(W)},
                              {"num_warps": warps})
-        self._args = (self.area.data_ptr(), self.epochs.data_ptr(), me, W, nw)
+        sc = RESOURCES.scope()
+        self._args = (self.area.data_ptr(), self.epochs.data_ptr(), me, W, sc.start, sc.stride, nw)
         self._empty_like = torch.empty_like
 
     def __call__(self, x):
         out = self._empty_like(x)
-        area, epochs, me, W, nw = self._args
-        self.launch(x.data_ptr(), area, out.data_ptr(), epochs, me, W, nw)
+        area, epochs, me, W, pe0, pes, nw = self._args
+        self.launch(x.data_ptr(), area, out.data_ptr(), epochs, me, W, pe0, pes, nw)
         return out
 
 
@@ -392,14 +398,16 @@ def compile_cases(dtype="fp16"):
     return [
         ("allreduce_ll", allreduce_ll_kernel,
          {"x_ptr": "*i32", "buf_ptr": "*i64", "out_ptr": "*i32", "epoch_ptr": "*i64", "rank": i, "world": i,
+          "pe0": i, "pes": i,
           "NW": i}, {"KIND": {"fp32": 0, "fp16": 1, "bf16": 2}[dtype], "BLOCK": 512, "WP": 4}),
         ("allreduce_one_shot", allreduce_one_shot_kernel,
-         {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
+         {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i, "N": i},
          {"BLOCK": 2048}),
         ("allreduce_two_shot", allreduce_two_shot_kernel,
-         {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "N": i},
+         {"x_ptr": p, "buf_ptr": p, "out_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i, "N": i},
          {"BLOCK": 2048}),
         ("allreduce_ring", allreduce_ring_kernel,
-         {"x_ptr": p, "recv_ptr": p, "out_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "N": i},
+         {"x_ptr": p, "recv_ptr": p, "out_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i,
+          "N": i},
          {"BLOCK": 2048}),
     ]

@@ -68,7 +68,7 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import SIG, SIG_ELEMS, bar_slots, bulk_putmem, cdiv, epoch_begin, epoch_end, epoch_slots
+from ._common import SIG, SIG_ELEMS, bar_slots, bulk_putmem, cdiv, epoch_begin, epoch_end, epoch_slots, team_pe
 from ._common import epoch_wait_ready, grid_barrier, pow2, resident_grid
 from ._resources import RESOURCES, signal_round
 
@@ -83,7 +83,7 @@ DISPATCH_VARIANTS = ("staged", "direct")
 @triton.jit(do_not_specialize=['rank', 'world', 'buffer_num'])
 def reverse_a2a_mte_kernel(
     a_ptr, c_ptr, peer_ptr, sig_ptr,
-    rank, world, buffer_num,
+    rank, world, pe0, pes, buffer_num,
     S, H, D,
     stride_as, stride_ah, stride_ad,
     stride_cs, stride_ch, stride_cd,
@@ -122,15 +122,15 @@ def reverse_a2a_mte_kernel(
                             mask=mask, other=0.0)
                 slot = sig_ptr + (buf * slots_per_buf + rank * nbd * H + tmp) * SIG
                 # the target's consumer has finished reading this buffer's previous round (credit)
-                tok = dl.wait(dl.symm_at(slot, target), 1, "gpu", "acquire", waitValue=0)
-                rp = dl.consume_token(dl.symm_at(peer_ptr, target), tok)
+                tok = dl.wait(dl.symm_at(slot, team_pe(target, pe0, pes)), 1, "gpu", "acquire", waitValue=0)
+                rp = dl.consume_token(dl.symm_at(peer_ptr, team_pe(target, pe0, pes)), tok)
                 p_offs = buf * buf_elems + rows[:, None] * stride_ps + (rank * H + h) * D + offs_d[None, :]
                 tl.store(rp + p_offs, a, mask=mask)
             libshmem_device.fence()  # every remote store above is visible before any notify below
             for t in range(lc, tasks, nrole):
                 tmp = t // world
                 target = (rank + t % world) % world
-                dl.notify(sig_ptr + (buf * slots_per_buf + rank * nbd * H + tmp) * SIG, target, 1)
+                dl.notify(sig_ptr + (buf * slots_per_buf + rank * nbd * H + tmp) * SIG, team_pe(target, pe0, pes), 1)
         else:
             # ---- consumer: local block buffer -> C
             for t in range(lc, tasks, nrole):
@@ -152,7 +152,7 @@ def reverse_a2a_mte_kernel(
             for t in range(lc, tasks, nrole):
                 r = t % world
                 tmp = t // world
-                dl.notify(sig_ptr + (buf * slots_per_buf + r * nbd * H + tmp) * SIG, rank, 0)
+                dl.notify(sig_ptr + (buf * slots_per_buf + r * nbd * H + tmp) * SIG, team_pe(rank, pe0, pes), 0)
 
 
 def pipeline_buffer_elems(world, S, H, D, block_s, buffer_num):
@@ -170,7 +170,7 @@ def pipeline_signal_slots(world, S, H, D, block_d, buffer_num):
 @triton.jit(do_not_specialize=['rank', 'world', 'buffer_num', 'split'])
 def reverse_a2a_bulk_kernel(
     a_ptr, c_ptr, peer_ptr, bar_ptr,
-    rank, world, buffer_num, split,
+    rank, world, pe0, pes, buffer_num, split,
     S, H, D,
     stride_cs, stride_ch, stride_cd,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ELEM_BYTES: tl.constexpr, VEC_BLOCK: tl.constexpr,
@@ -199,7 +199,8 @@ def reverse_a2a_bulk_kernel(
             lo = piece * per
             n = tl.minimum(per, seg - lo)
             if n > 0:
-                bulk_putmem(peer_ptr + rank * seg + lo, a_ptr + target * seg + lo, n * ELEM_BYTES, target,
+                bulk_putmem(peer_ptr + rank * seg + lo, a_ptr + target * seg + lo, n * ELEM_BYTES, team_pe(target,
+                                                                                                           pe0, pes),
                             VEC_BLOCK)
 
     for bs in range(0, nbs):
@@ -225,7 +226,7 @@ def reverse_a2a_bulk_kernel(
                     tl.store(peer_ptr + p_offs, a, mask=mask)
         # one barrier covers the bulk puts (first block) and the self copies of this block; it also
         # keeps the self copy of block bs + buffer_num behind the consumers of block bs
-        grid_barrier(bar_ptr, bs + 1, rank, world)
+        grid_barrier(bar_ptr, bs + 1, rank, world, pe0, pes)
         # ---- consumers (role C)
         if role == 1:
             for t in range(lc, nbd * H * world, nrole):
@@ -263,7 +264,7 @@ def bulk_signal_slots(world):
 @triton.jit(do_not_specialize=['rank', 'world', 'buffer_num', 'n_send'])
 def reverse_a2a_wait_notify_kernel(
     a_ptr, c_ptr, peer_ptr, sig_ptr,
-    rank, world, buffer_num, n_send,
+    rank, world, pe0, pes, buffer_num, n_send,
     S, H, D,
     stride_cs, stride_ch, stride_cd,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, ELEM_BYTES: tl.constexpr, VEC_BLOCK: tl.constexpr,
@@ -292,12 +293,13 @@ def reverse_a2a_wait_notify_kernel(
                 target = (rank + 1 + u % (world - 1)) % world
                 lo = bs * BLOCK_S * stride_ps
                 cur = (tl.minimum(S - bs * BLOCK_S, BLOCK_S) * stride_ps)
-                bulk_putmem(peer_ptr + rank * seg + lo, a_ptr + target * seg + lo, cur * ELEM_BYTES, target,
+                bulk_putmem(peer_ptr + rank * seg + lo, a_ptr + target * seg + lo, cur * ELEM_BYTES, team_pe(target,
+                                                                                                             pe0, pes),
                             VEC_BLOCK)
                 # putmem's stores are issued by this program; the release in notify (after bar.sync)
                 # orders all of them before the signal
                 libshmem_device.fence()
-                dl.notify(sig_ptr + (bs * world + rank) * SIG, target, 1)
+                dl.notify(sig_ptr + (bs * world + rank) * SIG, team_pe(target, pe0, pes), 1)
         else:
             # ---- self-loop producer: region B handshake (wait 0, write, fence, notify 1)
             for bs in range(0, nbs):
@@ -318,7 +320,7 @@ def reverse_a2a_wait_notify_kernel(
                     tl.store(dst + p_offs, a, mask=mask)
                 libshmem_device.fence()
                 for t in range(lc - n_send, tasks_per_block, nrole - n_send):
-                    dl.notify(sig_ptr + (region_b + buf * tasks_per_block + t) * SIG, rank, 1)
+                    dl.notify(sig_ptr + (region_b + buf * tasks_per_block + t) * SIG, team_pe(rank, pe0, pes), 1)
     else:
         # ---- consumers: wait per data source, copy to C, credit return for the self loop only
         for bs in range(0, nbs):
@@ -347,7 +349,8 @@ def reverse_a2a_wait_notify_kernel(
             libshmem_device.fence()
             for t in range(lc, tasks_per_block * world, nrole):
                 if t % world == rank:
-                    dl.notify(sig_ptr + (region_b + buf * tasks_per_block + t // world) * SIG, rank, 0)
+                    dl.notify(sig_ptr + (region_b + buf * tasks_per_block + t // world) * SIG, team_pe(rank, pe0,
+                                                                                                       pes), 0)
 
 
 def wait_notify_signal_slots(world, S, H, D, block_s, block_d, buffer_num):
@@ -362,7 +365,7 @@ def wait_notify_signal_slots(world, S, H, D, block_s, block_d, buffer_num):
 @triton.jit(do_not_specialize=['rank', 'world'])
 def reverse_a2a_direct_kernel(
     a_ptr, out_ptr, ctl_ptr,
-    rank, world, S, H, D,
+    rank, world, pe0, pes, S, H, D,
     stride_as, stride_ah, stride_ad,
     stride_os, stride_oh, stride_od,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -372,7 +375,7 @@ def reverse_a2a_direct_kernel(
     few programs per SM, each looping over tiles, pays the protocol's fence and counter once per
     program instead of once per 16 KB tile (one program per tile put 16k atomics on one counter at
     256 MiB)."""
-    direct_a2a_pass(a_ptr, out_ptr, ctl_ptr, rank, world, S, H, D, stride_as, stride_ah, stride_ad,
+    direct_a2a_pass(a_ptr, out_ptr, ctl_ptr, rank, world, pe0, pes, S, H, D, stride_as, stride_ah, stride_ad,
                     stride_os, stride_oh, stride_od, True, BLOCK_S, BLOCK_D)
 
 
@@ -383,7 +386,7 @@ def reverse_a2a_direct_kernel(
 @triton.jit(do_not_specialize=['rank', 'world'])
 def dispatch_a2a_kernel(
     x_ptr, out_ptr, recv_ptr, bar_ptr,
-    rank, world, S, H, D,
+    rank, world, pe0, pes, S, H, D,
     stride_xs, stride_xh, stride_xd,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
@@ -408,9 +411,9 @@ def dispatch_a2a_kernel(
         mask = (offs_s < S)[:, None] & (offs_d < D)[None, :]
         x = tl.load(x_ptr + offs_s.to(tl.int64)[:, None] * stride_xs + (target * H + h) * stride_xh
                     + offs_d[None, :] * stride_xd, mask=mask, other=0.0)
-        dst = dl.symm_at(recv_ptr, target)
+        dst = dl.symm_at(recv_ptr, team_pe(target, pe0, pes))
         tl.store(dst + (rank * S + offs_s).to(tl.int64)[:, None] * HD + h * D + offs_d[None, :], x, mask=mask)
-    grid_barrier(bar_ptr, 1, rank, world)
+    grid_barrier(bar_ptr, 1, rank, world, pe0, pes)
     n = world * S * HD
     for off in range(pid * 4096, n, nprog * 4096):
         idx = off + tl.arange(0, 4096)
@@ -425,7 +428,7 @@ def dispatch_a2a_kernel(
 @triton.jit(do_not_specialize=['rank', 'world'])
 def dispatch_a2a_direct_kernel(
     x_ptr, out_ptr, ctl_ptr,
-    rank, world, S, H, D,
+    rank, world, pe0, pes, S, H, D,
     stride_xs, stride_xh, stride_xd,
     stride_os, stride_oh, stride_od,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
@@ -433,7 +436,7 @@ def dispatch_a2a_direct_kernel(
     """One pass into the peers' symmetric outputs, tiles as in ``reverse_a2a_direct_kernel`` (each
     program loops over tiles, peers interleaved); the epoch protocol of ``_common`` (control area
     ``ctl_ptr``) replaces barriers around the launch."""
-    direct_a2a_pass(x_ptr, out_ptr, ctl_ptr, rank, world, S, H, D, stride_xs, stride_xh, stride_xd,
+    direct_a2a_pass(x_ptr, out_ptr, ctl_ptr, rank, world, pe0, pes, S, H, D, stride_xs, stride_xh, stride_xd,
                     stride_os, stride_oh, stride_od, False, BLOCK_S, BLOCK_D)
 
 
@@ -463,14 +466,14 @@ def direct_tile(pid, rank, world, S, H, D, BLOCK_S: tl.constexpr, BLOCK_D: tl.co
 
 
 @triton.jit
-def direct_a2a_pass(src_ptr, out_ptr, ctl_ptr, rank, world, S, H, D,
+def direct_a2a_pass(src_ptr, out_ptr, ctl_ptr, rank, world, pe0, pes, S, H, D,
                     stride_ss, stride_sh, stride_sd, stride_os, stride_oh, stride_od,
                     REVERSE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
     """The one-pass all-to-alls' body: program ``pid`` moves tiles ``pid, pid + grid, ...`` straight
     into their targets' symmetric outputs under the epoch protocol above. ``REVERSE``: the reverse
     all-to-all (rows ``target * S + s`` of the source go to rows ``s``, column ``rank * H + h``);
     else the dispatch (column ``target * H + h`` of the source goes to rows ``rank * S + s``)."""
-    e = epoch_begin(ctl_ptr, rank, world)
+    e = epoch_begin(ctl_ptr, rank, world, pe0, pes)
     ntiles = world * H * tl.cdiv(S, BLOCK_S) * tl.cdiv(D, BLOCK_D)
     for t in range(tl.program_id(0), ntiles, tl.num_programs(0)):
         target, h, offs_s, offs_d, mask = direct_tile(t, rank, world, S, H, D, BLOCK_S, BLOCK_D)
@@ -487,10 +490,10 @@ def direct_a2a_pass(src_ptr, out_ptr, ctl_ptr, rank, world, S, H, D,
         x = tl.load(src_ptr + src_rows[:, None] * stride_ss + src_col * stride_sh + offs_d[None, :] * stride_sd,
                     mask=mask)
         tok = epoch_wait_ready(ctl_ptr, target, rank, e)
-        dst = dl.consume_token(dl.symm_at(out_ptr, target), tok)
+        dst = dl.consume_token(dl.symm_at(out_ptr, team_pe(target, pe0, pes)), tok)
         tl.store(dst + dst_rows[:, None] * stride_os + dst_col * stride_oh + offs_d[None, :] * stride_od, x,
                  mask=mask)
-    epoch_end(ctl_ptr, rank, world, e)
+    epoch_end(ctl_ptr, rank, world, pe0, pes, e)
 
 
 
@@ -573,7 +576,7 @@ def _pipeline_plan(key, a, out, S, H, D, W, me, buffer_num, bs, bd, grid):
     peer, sig = RESOURCES.symmetric(key, ([pipeline_buffer_elems(W, S, H, D, bs, buffer_num)], a.dtype),
                                     ([pipeline_signal_slots(W, S, H, D, bd, buffer_num) * SIG_ELEMS], torch.int64))
     return sig, lambda: reverse_a2a_mte_kernel[(grid,)](
-        a, out, peer, sig, me, W, buffer_num, S, H, D, *a.stride(), *out.stride(),
+        a, out, peer, sig, me, W, *RESOURCES.pe_map(), buffer_num, S, H, D, *a.stride(), *out.stride(),
         BLOCK_S=bs, BLOCK_D=bd, num_warps=4)
 
 
@@ -585,7 +588,7 @@ def _bulk_plan(key, a, out, S, H, D, W, me, buffer_num, bs, bd, grid):
     # about 3/4 of the producers send; at least one producer is left for the self copy when it can be
     split = max(1, (nrole * 3 // 4) // max(W - 1, 1)) if W > 1 else 1
     return sig, lambda: reverse_a2a_bulk_kernel[(grid,)](
-        a, out, peer, sig, me, W, buffer_num, split, S, H, D, *out.stride(),
+        a, out, peer, sig, me, W, *RESOURCES.pe_map(), buffer_num, split, S, H, D, *out.stride(),
         BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.element_size(), VEC_BLOCK=2048, num_warps=4)
 
 
@@ -596,7 +599,7 @@ def _wait_notify_plan(key, a, out, S, H, D, W, me, buffer_num, bs, bd, grid):
     nrole = grid // 2
     n_send = min(max(1, nrole * 3 // 4), nrole - 1) if W > 1 else 0  # >= 1 self-loop producer
     return sig, lambda: reverse_a2a_wait_notify_kernel[(grid,)](
-        a, out, peer, sig, me, W, buffer_num, n_send, S, H, D, *out.stride(),
+        a, out, peer, sig, me, W, *RESOURCES.pe_map(), buffer_num, n_send, S, H, D, *out.stride(),
         BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.element_size(), VEC_BLOCK=2048, num_warps=4)
 
 
@@ -613,8 +616,8 @@ def dispatch(variant, x, out, S, H, D, W, me, dt):
                                     ([bar_slots(W) * SIG_ELEMS], torch.int64))
     grid = dispatch_grid(RESOURCES.sm_budget())
     with signal_round(sig):
-        dispatch_a2a_kernel[(grid,)](x, out, recv, sig, me, W, S, H, D, *x.stride(), BLOCK_S=bs, BLOCK_D=bd,
-                                     num_warps=4)
+        dispatch_a2a_kernel[(grid,)](x, out, recv, sig, me, W, *RESOURCES.pe_map(), S, H, D, *x.stride(), BLOCK_S=bs,
+                                     BLOCK_D=bd, num_warps=4)
     return out
 
 
@@ -628,8 +631,8 @@ def _direct(kernel, what, src, out, S, H, D, W, me, dt, block_s=None, block_d=No
     grid = direct_grid(W, S, H, D, bs, bd, RESOURCES.sm_budget(), shared)
     ctl, = RESOURCES.epoch_buffers((what, "direct", S, H, D, dt, W, bs, bd, grid), what,
                                    ([epoch_slots(W) * SIG_ELEMS], torch.int64))
-    kernel[(grid,)](src, out, ctl, me, W, S, H, D, *src.stride(), *out.stride(), BLOCK_S=bs, BLOCK_D=bd,
-                    num_warps=4)
+    kernel[(grid,)](src, out, ctl, me, W, *RESOURCES.pe_map(), S, H, D, *src.stride(), *out.stride(), BLOCK_S=bs,
+                    BLOCK_D=bd, num_warps=4)
     return out
 
 
@@ -642,16 +645,20 @@ def compile_cases(dtype="fp16"):
     p = f"*{dtype}"
     i = "i32"
     elem = {"fp16": 2, "bf16": 2, "fp32": 4}[dtype]
-    mte = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
+    mte = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i,
+            "buffer_num": i,
             "S": i, "H": i, "D": i, "stride_as": i, "stride_ah": i, "stride_cs": i, "stride_ch": i},
            {"stride_ad": 1, "stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128})
-    bulk = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
+    bulk = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i,
+             "buffer_num": i,
              "split": i, "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i},
             {"stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
-    wn = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "buffer_num": i,
+    wn = ({"a_ptr": p, "c_ptr": p, "peer_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i,
+           "buffer_num": i,
            "n_send": i, "S": i, "H": i, "D": i, "stride_cs": i, "stride_ch": i},
           {"stride_cd": 1, "BLOCK_S": 16, "BLOCK_D": 128, "ELEM_BYTES": elem, "VEC_BLOCK": 1024})
-    direct = ({"a_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i, "D": i,
+    direct = ({"a_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i, "S": i,
+               "H": i, "D": i,
                "stride_as": i, "stride_ah": i, "stride_os": i, "stride_oh": i},
               {"stride_ad": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256})
     return [("reverse_a2a_direct", reverse_a2a_direct_kernel, *direct),
@@ -659,9 +666,11 @@ def compile_cases(dtype="fp16"):
             ("reverse_a2a_bulk", reverse_a2a_bulk_kernel, *bulk),
             ("reverse_a2a_wait_notify", reverse_a2a_wait_notify_kernel, *wn),
             ("dispatch_a2a", dispatch_a2a_kernel,
-             {"x_ptr": p, "out_ptr": p, "recv_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i,
+             {"x_ptr": p, "out_ptr": p, "recv_ptr": p, "bar_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i,
+              "S": i, "H": i,
               "D": i, "stride_xs": i, "stride_xh": i}, {"stride_xd": 1, "BLOCK_S": 16, "BLOCK_D": 128}),
             ("dispatch_a2a_direct", dispatch_a2a_direct_kernel,
-             {"x_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "S": i, "H": i, "D": i,
+             {"x_ptr": p, "out_ptr": p, "ctl_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i, "S": i, "H": i,
+              "D": i,
               "stride_xs": i, "stride_xh": i, "stride_os": i, "stride_oh": i},
              {"stride_xd": 1, "stride_od": 1, "BLOCK_S": 32, "BLOCK_D": 256})]

@@ -36,9 +36,9 @@ import triton.language as tl
 
 import triton_dist.language as dl
 
-from ._common import SIG, SIG_ELEMS, cdiv, fence_sys
+from ._common import SIG, SIG_ELEMS, cdiv, fence_sys, team_pe
 from ._gemm import GemmStreams, compile_cfg, descriptor, gemm_cfg, k_loop, k_loop_tma, tile_of, use_tma
-from ._resources import RESOURCES, contiguous_out, side_stream, signal_round
+from ._resources import RESOURCES, contiguous_out, side_stream, signal_round, stream_barrier
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ from ._resources import RESOURCES, contiguous_out, side_stream, signal_round
 @triton.jit(do_not_specialize=['rank', 'world'])
 def gemm_rs_kernel(
     a_ptr, b_ptr, recv_ptr, sig_ptr,
-    rank, world, M, N, K,
+    rank, world, pe0, pes, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
@@ -70,17 +70,17 @@ def gemm_rs_kernel(
     a_ptrs = a_ptr + grow[:, None] * stride_am + rk[None, :] * stride_ak
     b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
     acc = k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
-    dst = dl.symm_at(recv_ptr, owner)
+    dst = dl.symm_at(recv_ptr, team_pe(owner, pe0, pes))
     tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
              mask=(rm < mloc)[:, None] & (rn < N)[None, :])
     fence_sys()
-    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, owner, 1)
+    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, team_pe(owner, pe0, pes), 1)
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
 def gemm_rs_tma_kernel(
     a_desc, b_desc, recv_ptr, sig_ptr,
-    rank, world, M, N, K,
+    rank, world, pe0, pes, M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """``gemm_rs_kernel`` with its tiles loaded by TMA (CUDA, compute capability >= 9). A tile's rows
@@ -96,11 +96,11 @@ def gemm_rs_tma_kernel(
     acc = k_loop_tma(a_desc, b_desc, owner * mloc + tm * BLOCK_M, tn * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     rm = tm * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
-    dst = dl.symm_at(recv_ptr, owner)
+    dst = dl.symm_at(recv_ptr, team_pe(owner, pe0, pes))
     tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
              mask=(rm < mloc)[:, None] & (rn < N)[None, :])
     fence_sys()
-    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, owner, 1)
+    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, team_pe(owner, pe0, pes), 1)
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
@@ -154,14 +154,14 @@ def sum_partials_kernel(part_ptr, out_ptr, world, n, BLOCK: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
-def sum_peer_rows_kernel(part_ptr, out_ptr, rank, world, off, n, BLOCK: tl.constexpr):
+def sum_peer_rows_kernel(part_ptr, out_ptr, rank, world, pe0, pes, off, n, BLOCK: tl.constexpr):
     """out[i] = sum over PEs r (in rank order, fp32) of symmetric ``part`` on PE r at ``off + i``:
     the reduce half of GEMM+RS's whole form, pulling every PE's partial block straight from it."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for r in range(0, world):
-        acc += tl.load(dl.symm_at(part_ptr, r) + off + offs, mask=m, other=0.0).to(tl.float32)
+        acc += tl.load(dl.symm_at(part_ptr, team_pe(r, pe0, pes)) + off + offs, mask=m, other=0.0).to(tl.float32)
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=m)
 
 
@@ -191,9 +191,10 @@ def run_triton(a, b, out, W, me, dt, reduce_programs=None):
         if use_tma(dt, a, b):
             bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
             gemm_rs_tma_kernel[(W * local_tiles,)](descriptor(a, (bm, bk)), descriptor(b, (bk, bn)), recv, sig, me, W,
-                                                   M, N, K, **cfg)
+                                                   *RESOURCES.pe_map(), M, N, K, **cfg)
         else:
-            gemm_rs_kernel[(W * local_tiles,)](a, b, recv, sig, me, W, M, N, K, *a.stride(), *b.stride(), **cfg)
+            gemm_rs_kernel[(W * local_tiles,)](a, b, recv, sig, me, W, *RESOURCES.pe_map(), M, N, K, *a.stride(),
+                                               *b.stride(), **cfg)
         with torch.cuda.stream(comm):
             rs_reduce_kernel[(nred,)](recv, out, sig, me, W, M, N, *out.stride(), BLOCK_M=BM, BLOCK_N=BN, RED_M=16,
                                       num_warps=4)
@@ -214,6 +215,7 @@ def run_cublas(a, b, out, W, me, dt, nstreams=1, copy_engine=False):
     # the trailing barrier of signal_round: the next call's partials must not land before every sum is done
     with contiguous_out(out) as o, signal_round(sig) as main:
         comm = RESOURCES.stream("comm")
+        pe = RESOURCES.scope().pe
         gs = GemmStreams(nstreams)
         for j in range(1, W):  # owner me + j next receives from this rank at its wait j
             owner = (me + j) % W
@@ -222,11 +224,11 @@ def run_cublas(a, b, out, W, me, dt, nstreams=1, copy_engine=False):
                 if copy_engine:
                     torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=stage[j - 1])
                     comm.wait_stream(st)
-                    ash.putmem_on_stream(recv[me], stage[j - 1], owner, stream=comm)
-                    ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=comm)
+                    ash.putmem_on_stream(recv[me], stage[j - 1], pe(owner), stream=comm)
+                    ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, pe(owner), stream=comm)
                 else:
                     torch.matmul(a[owner * ml:(owner + 1) * ml], b, out=RESOURCES.peer_views(recv, W)[owner][me])
-                    ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, owner, stream=st)
+                    ash.signal_op_on_stream(sig[me * SIG_ELEMS:], 1, pe(owner), stream=st)
         with torch.cuda.stream(gs.stream(W - 1)):
             torch.matmul(a[me * ml:(me + 1) * ml], b, out=recv[me])
         gs.join()
@@ -241,7 +243,6 @@ def run_cublas(a, b, out, W, me, dt, nstreams=1, copy_engine=False):
 
 def run_whole(a, b, out, W, me, dt):
     import torch
-    import shmem as ash
     M, K = a.shape
     N = b.shape[1]
     ml = M // W
@@ -249,11 +250,12 @@ def run_whole(a, b, out, W, me, dt):
     main = torch.cuda.current_stream()
     # the previous call's trailing barrier keeps this GEMM from overwriting rows a peer still reads
     torch.matmul(a, b, out=part)
-    ash.barrier_all_on_stream(main)  # every PE's product is complete
+    stream_barrier(main)  # every PE's product is complete
     n = ml * N
     with contiguous_out(out) as o:
-        sum_peer_rows_kernel[(cdiv(n, SUM_BLOCK),)](part, o, me, W, me * n, n, BLOCK=SUM_BLOCK, num_warps=4)
-        ash.barrier_all_on_stream(main)  # every PE has read its block of this PE's product
+        sum_peer_rows_kernel[(cdiv(n, SUM_BLOCK),)](part, o, me, W, *RESOURCES.pe_map(), me * n, n, BLOCK=SUM_BLOCK,
+                                                    num_warps=4)
+        stream_barrier(main)  # every PE has read its block of this PE's product
     return out
 
 
@@ -267,17 +269,18 @@ def compile_cases(dtype="fp16"):
     big, opts = compile_cfg(dtype)
     return [
         ("sum_partials", sum_partials_kernel, {"part_ptr": p, "out_ptr": p, "world": i, "n": i}, {"BLOCK": 2048}),
-        ("sum_peer_rows", sum_peer_rows_kernel, {"part_ptr": p, "out_ptr": p, "rank": i, "world": i, "off": "i64",
+        ("sum_peer_rows", sum_peer_rows_kernel, {"part_ptr": p, "out_ptr": p, "rank": i, "world": i, "pe0": i,
+                                                 "pes": i, "off": "i64",
                                                  "n": i}, {"BLOCK": 2048}),
         ("gemm_rs", gemm_rs_kernel,
-         {"a_ptr": p, "b_ptr": p, "recv_ptr": "*fp32", "sig_ptr": "*i64", "rank": i, "world": i,
+         {"a_ptr": p, "b_ptr": p, "recv_ptr": "*fp32", "sig_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i,
           "M": i, "N": i, "K": i, "stride_am": i, "stride_bk": i},
          dict(stride_ak=1, stride_bn=1, **big), opts),
     ] + ([] if dtype == "fp32" else [  # TMA only for 16-bit dtypes
         ("gemm_rs_tma", gemm_rs_tma_kernel,
          {"a_desc": f"tensordesc<{dtype}[{big['BLOCK_M']}, {big['BLOCK_K']}]>",
           "b_desc": f"tensordesc<{dtype}[{big['BLOCK_K']}, {big['BLOCK_N']}]>", "recv_ptr": "*fp32", "sig_ptr": "*i64",
-          "rank": i, "world": i, "M": i, "N": i, "K": i}, dict(**big), opts)]) + [
+          "rank": i, "world": i, "pe0": i, "pes": i, "M": i, "N": i, "K": i}, dict(**big), opts)]) + [
         ("rs_reduce", rs_reduce_kernel,
          {"recv_ptr": "*fp32", "c_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "M": i, "N": i,
           "stride_cm": i},

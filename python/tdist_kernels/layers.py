@@ -145,15 +145,28 @@ def _make_epmoe():
 
     class EPMoE(torch.nn.Module):
         """Router (softmax, top-k, renormalised) -> dispatch -> local experts (two-layer MLP, SiLU)
-        -> combine. ``mode``: "high_throughput" or "low_latency" (see docs/MOE.md)."""
+        -> combine. ``mode``: "high_throughput" or "low_latency" (see docs/MOE.md). ``group``: the
+        expert-parallel group (``ops.moe_dispatch``'s ``group=``), by default tdist's world."""
 
         def __init__(self, num_experts, hidden, ffn_hidden, topk, max_tokens, mode="high_throughput",
-                     dtype=None, max_recv_rows=None, device=None):
+                     dtype=None, max_recv_rows=None, device=None, group=None):
             super().__init__()
-            import tdist
+            from . import ops
+            from ._resources import RESOURCES
             from .moe import MoeBuffer
             dtype = dtype or torch.bfloat16
-            W, me = tdist.n_pes(), tdist.my_pe()
+            team = ops._team_of_group("EPMoE", group) if group is not None else None
+            prev = RESOURCES.enter(team)
+            try:
+                sc = RESOURCES.scope()
+                W, me = sc.size, sc.rank
+                self._init(num_experts, hidden, ffn_hidden, topk, max_tokens, mode, dtype, max_recv_rows, device,
+                           W, me, MoeBuffer)
+            finally:
+                RESOURCES.leave(prev)
+
+        def _init(self, num_experts, hidden, ffn_hidden, topk, max_tokens, mode, dtype, max_recv_rows, device, W, me,
+                  MoeBuffer):
             if num_experts % W:
                 raise KernelArgError(f"EPMoE: num_experts ({num_experts}) must be a multiple of the rank count ({W})")
             L = num_experts // W

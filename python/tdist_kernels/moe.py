@@ -35,7 +35,7 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
-from ._common import SIG, SIG_ELEMS, KernelArgError, cdiv, pow2, resident_grid, wait_ge
+from ._common import SIG, SIG_ELEMS, KernelArgError, cdiv, pow2, resident_grid, team_pe, wait_ge
 from ._resources import RESOURCES
 
 MODES = ("high_throughput", "low_latency")
@@ -150,7 +150,7 @@ def moe_layout_kernel(idx_ptr, pos_ptr, row_ptr, send_list_ptr, spos_ptr,
 
 @triton.jit
 def moe_counts_kernel(row_ptr, cnt_ptr, flag_ptr, ctl_ptr, plan_ptr, counts_out_ptr,
-                      rank, world, E, L, R, max_recv, chunk,
+                      rank, world, pe0, pes, E, L, R, max_recv, chunk,
                       BLOCK_R: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_W: tl.constexpr,
                       SCAN_QUAD: tl.constexpr = False):
     """``cnt_ptr``: symmetric [2][W][R] int32 (R = E + W + 4); ``flag_ptr``: symmetric [2][W]
@@ -164,10 +164,10 @@ def moe_counts_kernel(row_ptr, cnt_ptr, flag_ptr, ctl_ptr, plan_ptr, counts_out_
     mine = cnt_ptr + (par * world + rank) * R
     for j in range(0, world):
         p = (rank + 1 + j) % world
-        tl.store(dl.symm_at(mine, p) + offs_r, row, mask=offs_r < R)
+        tl.store(dl.symm_at(mine, team_pe(p, pe0, pes)) + offs_r, row, mask=offs_r < R)
     _fence()
     for j in range(0, world):
-        dl.notify(flag_ptr + (par * world + rank) * SIG, (rank + 1 + j) % world, e)
+        dl.notify(flag_ptr + (par * world + rank) * SIG, team_pe((rank + 1 + j) % world, pe0, pes), e)
     tok = rank * 0
     for r in range(0, world):
         tok += dl.wait(flag_ptr + (par * world + r) * SIG, 1, "sys", "acquire", waitValue=e)
@@ -287,7 +287,7 @@ def fp8_dequantize(codes, scales, dtype):
 def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_ptr,
                            ring_ptr, ring_rows_ptr, ring_w_ptr, ready_ptr, credit_ptr, seq_ptr,
                            out_ptr, h_rows_ptr, h_w_ptr,
-                           rank, world, H, K, L, E, max_tokens, chunk, nbuf, S,
+                           rank, world, pe0, pes, H, K, L, E, max_tokens, chunk, nbuf, S,
                            BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Rings on every rank (symmetric): ``ring`` [W src][nbuf][chunk][H], ``ring_rows`` /
     ``ring_w`` [W src][nbuf][chunk][K] (the pair's output row on this rank or -1, its weight);
@@ -322,7 +322,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                 wait_ge(credit_ptr + (p * S + s) * SIG, g + 1 - nbuf)
                         slot = (rank * nbuf + g % nbuf) * chunk
                         cnt = tl.minimum(chunk, n - c * chunk)
-                        dst = dl.symm_at(ring_ptr, p)
+                        dst = dl.symm_at(ring_ptr, team_pe(p, pe0, pes))
                         for r0 in range(0, cnt, BLOCK_C):  # the chunk in tiles of BLOCK_C rows
                             oc = r0 + offs_c
                             cm = oc < cnt
@@ -342,10 +342,10 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                 rows = tl.where(here, base + ps, -1)
                                 wt = tl.load(w_ptr + flat, mask=mk, other=0.0)
                                 moff = (slot + oc[:, None]).to(tl.int64) * K + offs_k[None, :]
-                                tl.store(dl.symm_at(ring_rows_ptr, p) + moff, rows, mask=mk)
-                                tl.store(dl.symm_at(ring_w_ptr, p) + moff, wt, mask=mk)
+                                tl.store(dl.symm_at(ring_rows_ptr, team_pe(p, pe0, pes)) + moff, rows, mask=mk)
+                                tl.store(dl.symm_at(ring_w_ptr, team_pe(p, pe0, pes)) + moff, wt, mask=mk)
                         _fence()
-                        dl.notify(ready_ptr + (rank * S + s) * SIG, p, g + 1)
+                        dl.notify(ready_ptr + (rank * S + s) * SIG, team_pe(p, pe0, pes), g + 1)
                 else:
                     src = (rank + world - 1 - i) % world
                     n = tl.load(plan_ptr + PLAN_HDR + E + src)
@@ -377,7 +377,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                 hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
                                 tl.store(h_rows_ptr + hoff, rows, mask=mk)
                                 tl.store(h_w_ptr + hoff, tl.load(ring_w_ptr + moff, mask=mk, other=0.0), mask=mk)
-                        dl.notify(credit_ptr + (rank * S + s) * SIG, src, g + 1)
+                        dl.notify(credit_ptr + (rank * S + s) * SIG, team_pe(src, pe0, pes), g + 1)
         # this slice's sequence numbers (each slice keeps its own: no race between slices)
         for p in range(0, world):
             if sender:
@@ -408,7 +408,7 @@ def _pair_sum(y_ptr, rows, wts, live, h0, hm, offs_h, offs_k, H, K, BLOCK_R: tl.
 @triton.jit
 def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                           ring_ptr, ready_ptr, credit_ptr, seq_ptr, acc_ptr, out_ptr,
-                          rank, world, H, K, E, T, max_tokens, chunk, nbuf, S,
+                          rank, world, pe0, pes, H, K, E, T, max_tokens, chunk, nbuf, S,
                           BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Expert side (programs [0, S)): per home rank r, chunk by chunk, the weighted sum of each
     received token's pairs here (k ascending, fp32) rounded to y's dtype into r's ring. Home
@@ -436,7 +436,7 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                         wait_ge(credit_ptr + (home * S + s) * SIG, g + 1 - nbuf)
                     slot = (rank * nbuf + g % nbuf) * chunk
                     cnt = tl.minimum(chunk, n - c * chunk)
-                    dst = dl.symm_at(ring_ptr, home)
+                    dst = dl.symm_at(ring_ptr, team_pe(home, pe0, pes))
                     for r0 in range(0, cnt, BLOCK_C):  # the chunk in tiles of BLOCK_C rows
                         oc = r0 + offs_c
                         cm = oc < cnt
@@ -450,7 +450,7 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                             tl.store(dst + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                                      acc.to(ring_ptr.dtype.element_ty), mask=cm[:, None] & hm[None, :])
                     _fence()
-                    dl.notify(ready_ptr + (rank * S + s) * SIG, home, g + 1)
+                    dl.notify(ready_ptr + (rank * S + s) * SIG, team_pe(home, pe0, pes), g + 1)
             else:
                 src = (rank + world - 1 - i) % world
                 n = tl.load(plan_ptr + PLAN_HDR + E + 2 * world + src)
@@ -470,7 +470,7 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                             v = tl.load(ring_ptr + rrow + h0 + offs_h[None, :], mask=m2)
                             ap = acc_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :]
                             tl.store(ap, tl.load(ap, mask=m2) + v.to(tl.float32), mask=m2)
-                    dl.notify(credit_ptr + (rank * S + s) * SIG, src, g + 1)
+                    dl.notify(credit_ptr + (rank * S + s) * SIG, team_pe(src, pe0, pes), g + 1)
     for p in range(0, world):
         if sender:
             n = tl.load(plan_ptr + PLAN_HDR + E + p)
@@ -502,7 +502,7 @@ def _epoch_leave(ctl_ptr, e):
 def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
                            area_ptr, meta_j_ptr, meta_pos_ptr, meta_w_ptr, hdr_ptr, flag_ptr, ctl_ptr,
                            out_ptr, counts_ptr, spos_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, status_ptr,
-                           rank, world, H, K, L, E, max_tokens, HDR,
+                           rank, world, pe0, pes, H, K, L, E, max_tokens, HDR,
                            BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr,
                            SCAN_QUAD: tl.constexpr = False):
     """Programs [0, W): the sender to rank p = pid: its tokens (BLOCK_T >= max_tokens at once),
@@ -545,17 +545,17 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
         sm = sent > 0
         mo = (slotbase + tl.maximum(sp, 0)[:, None]).to(tl.int64) * K + offs_k[None, :]
         mk = sm[:, None] & km[None, :]
-        tl.store(dl.symm_at(meta_j_ptr, p) + mo, tl.where(here, idx - p * L, -1), mask=mk)
-        tl.store(dl.symm_at(meta_pos_ptr, p) + mo, pos, mask=mk)
-        tl.store(dl.symm_at(meta_w_ptr, p) + mo, tl.load(w_ptr + flat, mask=m2, other=0.0), mask=mk)
-        dst = dl.symm_at(area_ptr, p)
+        tl.store(dl.symm_at(meta_j_ptr, team_pe(p, pe0, pes)) + mo, tl.where(here, idx - p * L, -1), mask=mk)
+        tl.store(dl.symm_at(meta_pos_ptr, team_pe(p, pe0, pes)) + mo, pos, mask=mk)
+        tl.store(dl.symm_at(meta_w_ptr, team_pe(p, pe0, pes)) + mo, tl.load(w_ptr + flat, mask=m2, other=0.0), mask=mk)
+        dst = dl.symm_at(area_ptr, team_pe(p, pe0, pes))
         for h0 in range(0, H, BLOCK_H):
             hm = (h0 + offs_h) < H
             v = tl.load(x_ptr + offs_t[:, None].to(tl.int64) * H + h0 + offs_h[None, :],
                         mask=sm[:, None] & hm[None, :])
             tl.store(dst + (slotbase + tl.maximum(sp, 0)[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v,
                      mask=sm[:, None] & hm[None, :])
-        hdr = dl.symm_at(hdr_ptr, p)
+        hdr = dl.symm_at(hdr_ptr, team_pe(p, pe0, pes))
         # one vector store of the header words (n, code, a, b, c): triton-ascend 3.2 cannot store a
         # scalar at a constant offset from a translated pointer
         offs_hd = tl.arange(0, 8)
@@ -565,7 +565,7 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
                 offs_hd == 3, tl.where(code == 2, max_tokens, fbad % K), bval))))
         tl.store(hdr + (offs_hd * 2 + par) * world + rank, words, mask=offs_hd < 5)
         _fence()
-        dl.notify(flag_ptr + (par * world + rank) * SIG, p, e)
+        dl.notify(flag_ptr + (par * world + rank) * SIG, team_pe(p, pe0, pes), e)
     tok = dl.wait(flag_ptr + par * world * SIG, world, "sys", "acquire", waitValue=e, slot_stride=8)
     hdrs = dl.consume_token(hdr_ptr, tok)  # word w of source r: hdrs[(w * 2 + par) * world + r]
     offs_w = tl.arange(0, BLOCK_T)
@@ -622,7 +622,7 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
 @triton.jit
 def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
                           area_ptr, flag_ptr, ctl_ptr, out_ptr,
-                          rank, world, H, K, max_tokens, S,
+                          rank, world, pe0, pes, H, K, max_tokens, S,
                           BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Programs (home r, column slice s) = (pid // S, pid % S) for pid < W * S: the weighted sums of
     the tokens received from r (k ascending, fp32, rounded to y's dtype) into r's area
@@ -645,7 +645,7 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
         hoff = (home * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
         rows = tl.load(h_rows_ptr + hoff, mask=rm[:, None] & km[None, :], other=-1)
         wts = tl.load(h_w_ptr + hoff, mask=rm[:, None] & km[None, :], other=0.0)
-        dst = dl.symm_at(area_ptr, home)
+        dst = dl.symm_at(area_ptr, team_pe(home, pe0, pes))
         for h0 in range(s * cols, tl.minimum(H, s * cols + cols), BLOCK_H):
             hm = (h0 + offs_h) < tl.minimum(H, s * cols + cols)
             acc = _pair_sum(y_ptr, rows, wts, rm, h0, hm, offs_h, offs_k, H, K, BLOCK_T, BLOCK_H)
@@ -653,7 +653,7 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
             tl.store(dst + drow + h0 + offs_h[None, :],
                      acc.to(area_ptr.dtype.element_ty), mask=rm[:, None] & hm[None, :])
         _fence()
-        dl.notify(flag_ptr + ((par * world + rank) * S + s) * SIG, home, e)
+        dl.notify(flag_ptr + ((par * world + rank) * S + s) * SIG, team_pe(home, pe0, pes), e)
     tok = dl.wait(flag_ptr + par * world * S * SIG, world * S, "sys", "acquire", waitValue=e, slot_stride=8)
     area = dl.consume_token(area_ptr + par * world * max_tokens * H, tok)
     nblk = tl.cdiv(H, BLOCK_H)
@@ -682,26 +682,31 @@ def compile_cases(dtype="fp16"):
                "T": i, "T_real": i, "E": i, "L": i, "K": i, "W": i, "max_tokens": i},
               {"BLOCK_T": 128, "BLOCK_K": 8})
     counts = ({"row_ptr": "*i32", "cnt_ptr": "*i32", "flag_ptr": "*i64", "ctl_ptr": "*i64", "plan_ptr": "*i32",
-               "counts_out_ptr": "*i32", "rank": i, "world": i, "E": i, "L": i, "R": i, "max_recv": i, "chunk": i},
+               "counts_out_ptr": "*i32", "rank": i, "world": i, "pe0": i, "pes": i, "E": i, "L": i, "R": i,
+                   "max_recv": i, "chunk": i},
               {"BLOCK_R": 512, "BLOCK_E": 256, "BLOCK_W": 8})
     ht = ({"x_ptr": p, "idx_ptr": "*i32", "w_ptr": "*fp32", "pos_ptr": "*i32", "send_list_ptr": "*i32",
            "plan_ptr": "*i32", "ring_ptr": p, "ring_rows_ptr": "*i32", "ring_w_ptr": "*fp32", "ready_ptr": "*i64",
            "credit_ptr": "*i64", "seq_ptr": "*i64", "out_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
-           "rank": i, "world": i, "H": i, "K": i, "L": i, "E": i, "max_tokens": i, "chunk": i, "nbuf": i, "S": i},
+           "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i, "L": i, "E": i, "max_tokens": i, "chunk": i,
+               "nbuf": i, "S": i},
           {"BLOCK_C": 32, "BLOCK_H": 256, "BLOCK_K": 8})
     htc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "plan_ptr": "*i32", "send_list_ptr": "*i32",
             "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64", "acc_ptr": "*fp32",
-            "out_ptr": p, "rank": i, "world": i, "H": i, "K": i, "E": i, "T": i, "max_tokens": i, "chunk": i,
+            "out_ptr": p, "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i, "E": i, "T": i, "max_tokens": i,
+                "chunk": i,
             "nbuf": i, "S": i},
            {"BLOCK_C": 32, "BLOCK_H": 256, "BLOCK_K": 8})
     lld = ({"x_ptr": p, "idx_ptr": "*i32", "w_ptr": "*fp32", "T": i, "T_real": i, "area_ptr": p, "meta_j_ptr": "*i32",
             "meta_pos_ptr": "*i32", "meta_w_ptr": "*fp32", "hdr_ptr": "*i32", "flag_ptr": "*i64", "ctl_ptr": "*i64",
             "out_ptr": p, "counts_ptr": "*i32", "spos_ptr": "*i32", "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
-            "n_recv_ptr": "*i32", "status_ptr": "*i32", "rank": i, "world": i, "H": i, "K": i, "L": i, "E": i,
+            "n_recv_ptr": "*i32", "status_ptr": "*i32", "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i,
+                "L": i, "E": i,
             "max_tokens": i, "HDR": i},
            {"BLOCK_T": 128, "BLOCK_H": 128, "BLOCK_K": 8})
     llc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "n_recv_ptr": "*i32", "spos_ptr": "*i32", "T": i,
-            "area_ptr": p, "flag_ptr": "*i64", "ctl_ptr": "*i64", "out_ptr": p, "rank": i, "world": i, "H": i,
+            "area_ptr": p, "flag_ptr": "*i64", "ctl_ptr": "*i64", "out_ptr": p, "rank": i, "world": i, "pe0": i,
+                "pes": i, "H": i,
             "K": i, "max_tokens": i, "S": i},
            {"BLOCK_T": 128, "BLOCK_H": 64, "BLOCK_K": 8})
     pack = ({"x_ptr": p, "codes_ptr": "*u8", "scales_ptr": "*fp32", "H": i, "row_bytes": i},
@@ -790,7 +795,9 @@ class MoeBuffer:
         from ._resources import RESOURCES
         torch, ash, tdist = RESOURCES.runtime()
         self.torch, self.ash = torch, ash
-        W, me = tdist.n_pes(), tdist.my_pe()
+        # the team this buffer's ops run over (RESOURCES.scope: dispatch's group=), kept for combine
+        self.team, self.pemap = RESOURCES.scope(), RESOURCES.pe_map()
+        W, me = self.team.size, self.team.rank
         what = "moe"
         if mode not in MODES:
             raise KernelArgError(f"{what}: mode must be one of {MODES}, got {mode!r}")
@@ -865,7 +872,7 @@ class MoeBuffer:
         for t in self.sym:
             t.zero_()
         torch.cuda.synchronize()
-        ash.barrier_all()
+        ash.team_barrier(self.team)
 
     # ---- high throughput ----
 
@@ -885,11 +892,12 @@ class MoeBuffer:
         bt = min(128, pow2(max(T, 1)))
         moe_layout_kernel[(E + W + 1,)](idx, pos, row, send_list, spos, T, T_real, E, L, K, W, self.max_tokens,
                                         BLOCK_T=bt, BLOCK_K=self.block_k)
-        moe_counts_kernel[(1,)](row, cnt, flag, self.ctl, plan, counts, self.me, W, E, L, self.R, self.max_recv_rows,
-                                self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E), BLOCK_W=pow2(W))
+        moe_counts_kernel[(1,)](row, cnt, flag, self.ctl, plan, counts, self.me, W, *self.pemap, E, L, self.R,
+                                self.max_recv_rows, self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E),
+                                BLOCK_W=pow2(W))
         moe_ht_dispatch_kernel[(2 * self.S,)](
             x, idx, w, pos, send_list, plan, ring, ring_rows, ring_w, ready, credit, self.seq, recv_x, h_rows, h_w,
-            self.me, W, H, K, L, E, self.max_tokens, self.chunk, self.nbuf, self.S,
+            self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.chunk, self.nbuf, self.S,
             BLOCK_C=self._tile_rows(), BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k)
         h = MoeHandle(self, T, idx, w, plan, plan=plan, send_list=send_list, spos=spos, h_rows=h_rows, h_w=h_w)
         return recv_x, counts, h
@@ -916,7 +924,8 @@ class MoeBuffer:
         out = torch.empty((T, H), dtype=self.dtype, device=y.device)
         moe_ht_combine_kernel[(2 * self.S,)](
             y, h.h_rows, h_w, h.plan, h.send_list, cring, cready, ccredit, self.seq[2 * self.S * self.W:], acc, out,
-            self.me, self.W, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk, self.nbuf, self.S,
+            self.me, self.W, *self.pemap, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk, self.nbuf,
+            self.S,
             BLOCK_C=self._tile_rows(), BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k)
         return out
 
@@ -937,7 +946,7 @@ class MoeBuffer:
         grid = max(W, min(W * L, resident_grid(RESOURCES.sm_budget(), 4)))
         moe_ll_dispatch_kernel[(grid,)](
             x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
-            h_rows, h_w, n_recv, status, self.me, W, H, K, L, E, self.max_tokens, self.HDR,
+            h_rows, h_w, n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.HDR,
             BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_H=min(128, pow2(H)), BLOCK_K=self.block_k)
         h = MoeHandle(self, T, idx, w, status, spos=spos, h_rows=h_rows, h_w=h_w, n_recv=n_recv)
         return recv_x, counts, h
@@ -950,7 +959,7 @@ class MoeBuffer:
         grid = self.W * self.S
         moe_ll_combine_kernel[(grid,)](
             y, h.h_rows, h_w, h.n_recv, h.spos, T, area, flag, self.ctl[2 * SIG_ELEMS:], out,
-            self.me, self.W, H, self.topk, self.max_tokens, self.S,
+            self.me, self.W, *self.pemap, H, self.topk, self.max_tokens, self.S,
             BLOCK_T=pow2(max(self.max_tokens, 1)), BLOCK_H=min(64, pow2(H)), BLOCK_K=self.block_k)
         return out
 

@@ -115,7 +115,7 @@ def release():
 # -- the ops' common entry: torch.compile, autograd, group= ----------------------------------------
 
 _IMPLS = {}  # op name -> its eager implementation (what the decorated op calls)
-_GROUPS_OK = {}  # id -> a torch.distributed group already checked to be tdist's world (kept alive)
+_GROUPS_OK = {}  # id -> (a group already resolved, its shmem.Team), kept alive for torch.compile
 
 
 def _impl(name):
@@ -123,28 +123,63 @@ def _impl(name):
     return _IMPLS[name]
 
 
-def _check_group(what, group):
-    """``group=``: the torch.distributed group the op runs over. tdist's ops run over all PEs, so the
-    group must be tdist's world: the group of ``shmem.init_from_torch``, or a group whose ranks are
-    0 .. n_pes - 1 in order (the world group of a job started by torchrun or tdist-run)."""
-    if group is None or id(group) in _GROUPS_OK:
-        return
+def _team_of_group(what, group):
+    """``group=``: the PEs the op runs over. None: tdist's world. A torch.distributed group made with
+    ``shmem.new_group`` / ``shmem.new_subgroups`` (or tdist's world group), or a ``shmem.Team``: the
+    op runs over that team's members only, with its buffers in the team's heap (docs/CONTRACT.md
+    section 8); the other ranks are free to run other work, other teams included. Returns the
+    ``shmem.Team``."""
+    got = _GROUPS_OK.get(id(group))
+    if got is not None and got[0] is group:
+        return got[1]
     import shmem
-    import tdist
-    if group is not shmem.torch_group():
-        import torch.distributed as dist
-        if group is dist.GroupMember.NON_GROUP_MEMBER:
-            raise KernelArgError(f"{what}: this rank is not a member of group= (torch.distributed gave it "
-                                 "GroupMember.NON_GROUP_MEMBER)")
-        if not isinstance(group, dist.ProcessGroup):
-            raise KernelArgError(f"{what}: group= must be a torch.distributed ProcessGroup, got {type(group).__name__}")
-        ranks = dist.get_process_group_ranks(group)
-        base = shmem.torch_group()
-        want = dist.get_process_group_ranks(base) if base is not None else list(range(tdist.n_pes()))
-        if ranks != want:
-            raise KernelArgError(f"{what}: group= has ranks {ranks}, but tdist's ops run over every PE of tdist's "
-                                 f"world (torch ranks {want}); ops over a subgroup are not supported yet")
-    _GROUPS_OK[id(group)] = group
+    try:
+        team = shmem.team_of(group)
+    except Exception as e:  # noqa: BLE001 - re-raised with the op's name
+        raise KernelArgError(f"{what}: group=: {e}") from None
+    _GROUPS_OK[id(group)] = (group, team)
+    _TEAMS[team.handle] = team
+    return team
+
+
+_TEAMS = {}  # runtime team handle -> shmem.Team, for the custom ops (which take the handle)
+
+
+def _team_by_handle(what, handle):
+    """The ``shmem.Team`` of a handle a custom op was traced with (0: the world -> None)."""
+    if handle == 0:
+        return None
+    team = _TEAMS.get(handle)
+    if team is None:
+        raise KernelArgError(f"{what}: team {handle} of this graph is not a team of this job (its group was not "
+                             "given to an eager call of this process)")
+    return team
+
+
+def _team_handle(what, group):
+    """The runtime handle of ``group``'s team (a constant of a traced graph; 0 is the world). A search
+    by identity, which torch.compile's tracer follows, before the resolution of a new group."""
+    if group is None:
+        return 0
+    for g, team in _GROUPS_OK.values():
+        if g is group:
+            return team.handle
+    return _team_of_group(what, group).handle
+
+
+def _run_over(team, fn, args, kwargs):
+    """``fn(*args, **kwargs)`` with ``team`` as the current op's team (``RESOURCES.scope``)."""
+    prev = RESOURCES.enter(team)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        RESOURCES.leave(prev)
+
+
+def _members():
+    """(size, this PE's index) of the current op's team."""
+    sc = RESOURCES.scope()
+    return sc.size, sc.rank
 
 
 def _routed(args, kwargs):
@@ -164,24 +199,25 @@ def _routed(args, kwargs):
 def _torch_op(name):
     """The public form of op ``name``: under ``torch.compile`` tracing, and in eager calls whose
     inputs need a gradient, the call goes to the op's ``torch.library`` custom op
-    (``_torch_ops``); otherwise straight to the implementation. Adds ``group=`` (``_check_group``)."""
+    (``_torch_ops``, which takes the team's handle); otherwise straight to the implementation.
+    Adds ``group=`` (``_team_of_group``)."""
     def wrap(fn):
         _IMPLS[name] = fn
 
         @functools.wraps(fn)
         def op(*args, group=None, **kwargs):
             if _compiling():
-                if group is not None and not any(group is g for g in _GROUPS_OK.values()):
+                if group is not None and not any(group is g for g, _ in _GROUPS_OK.values()):
                     raise KernelArgError(f"{name}: under torch.compile, group= must be a group an eager call "
                                          "has used already, or None (tdist's world)")
-                return _torch_ops.CALLS[name](*args, **kwargs)
-            if group is not None:
-                _check_group(name, group)
+                return _torch_ops.CALLS[name](*args, team=_team_handle(name, group), **kwargs)
             if _torch_ops is not None and _routed(args, kwargs):
-                return _torch_ops.CALLS[name](*args, **kwargs)
-            return fn(*args, **kwargs)
+                return _torch_ops.CALLS[name](*args, team=_team_handle(name, group), **kwargs)
+            if group is None:
+                return fn(*args, **kwargs)
+            return _run_over(_team_of_group(name, group), fn, args, kwargs)
 
-        op.__doc__ = (fn.__doc__ or "") + "\n\n    ``group``: the torch.distributed group (``_check_group``)."
+        op.__doc__ = (fn.__doc__ or "") + "\n\n    ``group``: the PEs the op runs over (``_team_of_group``)."
         return op
     return wrap
 
@@ -230,7 +266,7 @@ def reverse_all_to_all(a, variant="pipeline", out=None, buffer_num=2, block_s=No
     variant = _variant(what, variant, REVERSE_A2A_VARIANTS)
     dt = v.check_tensor(what, "a", a.shape, a.dtype, a.is_cuda, 3)
     v.check_buffer_num(buffer_num)
-    W, me = tdist.n_pes(), tdist.my_pe()
+    W, me = _members()
     S, H, D = v.check_reverse_a2a(tuple(a.shape), W)
     if variant != "pipeline" and not a.is_contiguous():
         a = a.contiguous()  # the bulk variants move whole contiguous segments
@@ -252,7 +288,7 @@ def dispatch_all_to_all(x, out=None, variant="staged"):
     torch, ash, tdist = RESOURCES.runtime()
     what = "dispatch_all_to_all"
     dt = v.check_tensor(what, "x", x.shape, x.dtype, x.is_cuda, 3)
-    W, me = tdist.n_pes(), tdist.my_pe()
+    W, me = _members()
     S, H, D = v.check_dispatch_a2a(tuple(x.shape), W)
     if out is None:
         out = torch.empty((S * W, H, D), dtype=x.dtype, device=x.device)
@@ -289,7 +325,8 @@ def all_reduce(x, variant="auto", out=None):
         # contiguous x) reuses that call's checked plan (all_reduce.LLPlan); anything else, a bad
         # argument included, takes the checked path below
         try:
-            plan = RESOURCES.plans.get(("all_reduce", x.shape, x.dtype, x.get_device(), variant))
+            plan = RESOURCES.plans.get(("all_reduce", x.shape, x.dtype, x.get_device(), variant,
+                                         RESOURCES.team_key()))
             if plan is not None and not (x.is_contiguous() and not x.data_ptr() % 16):
                 plan = None
         except (AttributeError, TypeError):
@@ -305,7 +342,7 @@ def all_reduce(x, variant="auto", out=None):
     dt = v.check_tensor(what, "x", x.shape, x.dtype, x.is_cuda, x.dim())
     xf = x.contiguous().view(-1)
     N = xf.numel()
-    W, me = tdist.n_pes(), tdist.my_pe()
+    W, me = _members()
     plannable = out is None and x.is_contiguous() and not x.data_ptr() % 16
     if out is None:
         out = torch.empty_like(xf)
@@ -316,7 +353,7 @@ def all_reduce(x, variant="auto", out=None):
     chosen = _auto_allreduce(nbytes) if variant == "auto" else variant
     y = _ar.run(chosen, xf, out, W, me, dt).view(x.shape)
     if plannable and chosen == "one_shot_ll" and not nbytes % 4:
-        RESOURCES.plans[("all_reduce", x.shape, x.dtype, x.get_device(), given)] = \
+        RESOURCES.plans[("all_reduce", x.shape, x.dtype, x.get_device(), given, RESOURCES.team_key())] = \
             _ar.ll_plan(nbytes // 4, W, me, dt, RESOURCES.sm_budget(), (True, True))
     return y
 
@@ -379,7 +416,7 @@ def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
         a = a.clone()
     M, K = a.shape
     N = b.shape[1]
-    W, me = tdist.n_pes(), tdist.my_pe()
+    W, me = _members()
     if out is None:
         out = torch.empty((W * M, N), dtype=a.dtype, device=a.device)
     elif tuple(out.shape) != (W * M, N) or out.dtype != a.dtype:
@@ -416,7 +453,7 @@ def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
     torch, ash, tdist = RESOURCES.runtime()
     what = "gemm_rs"
     dt = _check_gemm_operands(what, a, b)
-    W, me = tdist.n_pes(), tdist.my_pe()
+    W, me = _members()
     v.check_gemm_rs(a.shape, W)
     M, K = a.shape
     N = b.shape[1]
@@ -443,7 +480,7 @@ MOE_MODES = ("high_throughput", "low_latency")
 
 
 def moe_dispatch(x, topk_idx, topk_weights, num_experts, max_tokens, mode="high_throughput", check=True,
-                 dtype=None, **buffer_options):
+                 dtype=None, group=None, **buffer_options):
     """Route tokens to the ranks holding their top-k experts (each token once per destination rank),
     returning ``(recv_x, counts, handle)``: the received rows grouped by local expert, the rows per
     local expert (int32, device), and the handle for ``moe_combine``. ``x`` (T, H), ``topk_idx``
@@ -452,7 +489,11 @@ def moe_dispatch(x, topk_idx, topk_weights, num_experts, max_tokens, mode="high_
     (docs/MOE.md section 2), ``fp8`` (section 1, "fp8 dispatch": ``recv_x`` is then ``(codes, scales)``,
     and ``x`` may be too). ``dtype``: the payload dtype of the buffer (combine's), by default x's, or
     bfloat16 for an fp8 ``(codes, scales)`` x. ``check=False``: no host synchronisation; ``handle.status``
-    carries the verdict on bad input."""
+    carries the verdict on bad input. ``group``: the PEs the experts are spread over (``_team_of_group``;
+    the buffer, and so the handle's combine, belong to that team)."""
+    if group is not None:
+        return _run_over(_team_of_group("moe_dispatch", group), moe_dispatch,
+                         (x, topk_idx, topk_weights, num_experts, max_tokens, mode, check, dtype), buffer_options)
     from . import moe as _moe
     if mode not in MOE_MODES:
         raise KernelArgError(f"moe_dispatch: mode must be one of {MOE_MODES}, got {mode!r}")

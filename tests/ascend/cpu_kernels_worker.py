@@ -12,6 +12,13 @@ AG+GEMM are checked through the product), within a stated tolerance where arithm
 every call. One line per op, "PASS <op>" or "FAIL <op>: <first mismatch>", then "<n> ops, <k> failures";
 the exit status is nonzero if any op failed.
 
+``--teams K`` runs every op over teams instead of the world (docs/CONTRACT.md section 8, what
+``group=`` on the ops stands on): the PEs split into K strided teams (team i: PEs i, i + K, ...),
+each with its own team heap, and every team runs the ops at once, on its own: its buffers are team
+allocations, its barriers team barriers, and the kernels get the team's rank, size and PE map
+(``pe0 = i``, ``pes = K``), so every peer they name is translated. Inputs are seeded by the team as
+well, so data that crossed into another team would be caught.
+
 Host protocols (tdist_kernels._resources, as ops.py's plans use them):
   * seed 002's (pipeline, bulk, wait_notify, staged dispatch, one/two-shot and ring all-reduce, the Triton
     overlap forms): zero the op's signals, barrier, launch, barrier;
@@ -44,17 +51,35 @@ def cdiv(a, b):
     return -(-a // b)
 
 
+TEAM_HEAP = 8 << 20  # bytes of each team's heap with --teams
+
+
 class Ctx:
-    def __init__(self):
+    """The PEs the ops run over: the world, or this PE's team (``--teams``). ``rank`` / ``world`` are
+    this PE's index and the team's size, ``pe0`` / ``pes`` the kernels' PE map (world PE of member r:
+    ``pe0 + r * pes``)."""
+
+    def __init__(self, teams=0):
         import shmem as ash
         import tdist
         from triton_dist import cpu
         self.ash, self.tdist, self.cpu = ash, tdist, cpu
-        self.rank, self.world = tdist.my_pe(), tdist.n_pes()
+        self.team = None
+        if teams:
+            n = tdist.n_pes()
+            if n % teams:
+                sys.exit(f"--teams {teams} does not divide the {n} PEs")
+            for i in range(teams):  # collective over every PE: each split makes one team
+                t = ash.new_team(list(range(i, n, teams)), heap_bytes=TEAM_HEAP)
+                if t is not None:
+                    self.team = t
+        team = self.team or ash.team_world()
+        self.rank, self.world, self.pe0, self.pes = team.rank, team.size, team.start, team.stride
         self.allocs = []
 
     def sym(self, shape, dtype):
-        t = self.ash.aclshmem_create_tensor(list(shape) if not isinstance(shape, int) else [shape], dtype)
+        t = self.ash.aclshmem_create_tensor(list(shape) if not isinstance(shape, int) else [shape], dtype,
+                                            team=self.team)
         self.allocs.append(t)
         return t
 
@@ -64,11 +89,12 @@ class Ctx:
         self.allocs.clear()
 
     def barrier(self):
-        self.ash.barrier_all()
+        self.ash.team_barrier(self.team)
 
-    def peer_view(self, t, pe):
-        """``t`` (symmetric) as it lies on PE ``pe``, through this PE's mapping of its heap."""
+    def peer_view(self, t, r):
+        """``t`` (symmetric) as it lies on member ``r`` of the team, through this PE's mapping of its heap."""
         import ctypes
+        pe = self.pe0 + r * self.pes
         addr = self.tdist.ptr(t.__array_interface__["data"][0], pe)
         if not addr:
             raise RuntimeError(f"PE {pe}'s heap is not mapped here")
@@ -76,8 +102,11 @@ class Ctx:
         return np.frombuffer(buf, dtype=np.uint8).view(t.dtype).reshape(t.shape)
 
 
+SALT = [0]  # the team's first PE with --teams: each team's inputs differ
+
+
 def rng(op, call, rank):
-    return np.random.default_rng([SEED, sum(map(ord, op)), call, rank])
+    return np.random.default_rng([SEED, sum(map(ord, op)), call, rank, SALT[0]])
 
 
 def strides(a):
@@ -178,22 +207,24 @@ def op_reverse_a2a(ctx, variant):
         a = inputs[me]
         if variant == "direct":
             out[...] = np.nan  # no peer stores into it before this PE enters the epoch (in the launch)
-            ctx.cpu.launch(a2a.reverse_a2a_direct_kernel, (grid,), a, out, ctl, me, W, S, H, D, *strides(a),
+            ctx.cpu.launch(a2a.reverse_a2a_direct_kernel, (grid,), a, out, ctl, me, W, ctx.pe0, ctx.pes, S, H, D,
+                           *strides(a),
                            *strides(out), BLOCK_S=bs, BLOCK_D=bd)
         else:
             out = np.full((S, H * W, D), np.nan, dtype=F32)
             if variant == "pipeline":
                 launch = lambda: ctx.cpu.launch(  # noqa: E731
-                    a2a.reverse_a2a_mte_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, S, H, D,
+                    a2a.reverse_a2a_mte_kernel, (grid,), a, out, peer, sig, me, W, ctx.pe0, ctx.pes, buffer_num, S,
+                        H, D,
                     *strides(a), *strides(out), BLOCK_S=bs, BLOCK_D=bd)
             elif variant == "bulk":
                 launch = lambda: ctx.cpu.launch(  # noqa: E731
-                    a2a.reverse_a2a_bulk_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, split, S, H, D,
-                    *strides(out), BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.itemsize, VEC_BLOCK=64)
+                    a2a.reverse_a2a_bulk_kernel, (grid,), a, out, peer, sig, me, W, ctx.pe0, ctx.pes, buffer_num, split,
+                    S, H, D, *strides(out), BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.itemsize, VEC_BLOCK=64)
             else:
                 launch = lambda: ctx.cpu.launch(  # noqa: E731
-                    a2a.reverse_a2a_wait_notify_kernel, (grid,), a, out, peer, sig, me, W, buffer_num, n_send, S, H,
-                    D, *strides(out), BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.itemsize, VEC_BLOCK=64)
+                    a2a.reverse_a2a_wait_notify_kernel, (grid,), a, out, peer, sig, me, W, ctx.pe0, ctx.pes, buffer_num,
+                    n_send, S, H, D, *strides(out), BLOCK_S=bs, BLOCK_D=bd, ELEM_BYTES=a.itemsize, VEC_BLOCK=64)
             protocol(ctx, sig, launch, poison=(peer,))
         bad = first_mismatch(out, reverse_want(inputs, me))
         if bad:
@@ -222,12 +253,13 @@ def op_dispatch_a2a(ctx, direct):
         x = inputs[me]
         if direct:
             out[...] = np.nan
-            ctx.cpu.launch(a2a.dispatch_a2a_direct_kernel, (grid,), x, out, ctl, me, W, S, H, D, *strides(x),
+            ctx.cpu.launch(a2a.dispatch_a2a_direct_kernel, (grid,), x, out, ctl, me, W, ctx.pe0, ctx.pes, S, H, D,
+                           *strides(x),
                            *strides(out), BLOCK_S=bs, BLOCK_D=bd)
         else:
             out = np.full((S * W, H, D), np.nan, dtype=F32)
             protocol(ctx, sig, lambda: ctx.cpu.launch(
-                a2a.dispatch_a2a_kernel, (grid,), x, out, recv, sig, me, W, S, H, D, *strides(x),
+                a2a.dispatch_a2a_kernel, (grid,), x, out, recv, sig, me, W, ctx.pe0, ctx.pes, S, H, D, *strides(x),
                 BLOCK_S=bs, BLOCK_D=bd), poison=(recv,))
         bad = first_mismatch(out, dispatch_want(inputs, me))
         if bad:
@@ -262,7 +294,8 @@ def op_allreduce(ctx, variant):
         xs = [rng(op, call, r).standard_normal(N).astype(F32) for r in range(W)]
         x = xs[me]
         out = np.full(N, np.nan, dtype=F32)
-        protocol(ctx, sig, lambda: ctx.cpu.launch(kern, (grid,), x, recv, out, sig, me, W, N, BLOCK=BLOCK),
+        protocol(ctx, sig, lambda: ctx.cpu.launch(kern, (grid,), x, recv, out, sig, me, W, ctx.pe0, ctx.pes, N,
+                                                          BLOCK=BLOCK),
                  poison=(recv,))
         x64 = np.stack(xs).astype(np.float64)
         bad = first_mismatch(out, x64.sum(0), AR_RTOL * np.abs(x64).sum(0) + 1e-7)
@@ -365,8 +398,8 @@ def op_gemm_rs(ctx):
         out = np.full((ml, N), np.nan, dtype=F32)
 
         def launch():
-            ctx.cpu.launch(rs.gemm_rs_kernel, (W * local_tiles,), a, b, recv, sig, me, W, M, N, K, *strides(a),
-                           *strides(b), **cfg)
+            ctx.cpu.launch(rs.gemm_rs_kernel, (W * local_tiles,), a, b, recv, sig, me, W, ctx.pe0, ctx.pes, M, N, K,
+                           *strides(a), *strides(b), **cfg)
             ctx.cpu.launch(rs.rs_reduce_kernel, (nred,), recv, out, sig, me, W, M, N, *strides(out), BLOCK_M=BM,
                            BLOCK_N=BN, RED_M=8)
 
@@ -396,12 +429,16 @@ OPS = {
 
 def main(argv):
     import shmem as ash
+    teams = 0
+    if argv[:1] == ["--teams"]:
+        teams, argv = int(argv[1]), argv[2:]
     names = argv or list(OPS)
     unknown = [n for n in names if n not in OPS]
     if unknown:
         sys.exit(f"unknown ops {unknown}; known: {list(OPS)}")
     ash.init_from_env(local_mem_size=1 << 26)
-    ctx = Ctx()
+    ctx = Ctx(teams)
+    SALT[0] = ctx.pe0 if teams else 0
     failures = 0
     t_all = time.time()
     for name in names:

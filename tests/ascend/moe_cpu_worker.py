@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+PE_MAP = (0, 1)  # the kernels' team PE map: these ranks run over the world (pe0 = 0, pes = 1)
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 SEED = 20261202
@@ -107,12 +109,12 @@ class Buf:
             self.cpu.launch(m.moe_layout_kernel, (E + W + 1,), ids, pos, row, send_list, spos, Tc, T, E, L, K, W,
                             self.T, BLOCK_T=16, BLOCK_K=bk, SCAN_QUAD=True)
             self.cpu.launch(m.moe_counts_kernel, (1,), row, self.cnt, self.flag, self.ctl, plan, counts, self.me, W,
-                            E, L, self.R, self.recv_rows, self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E),
+                            *PE_MAP, E, L, self.R, self.recv_rows, self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E),
                             BLOCK_W=pow2(W), SCAN_QUAD=True)
             h["status"] = plan[:5].copy()
             self.cpu.launch(m.moe_ht_dispatch_kernel, (2 * self.S,), xs, ids, ws, pos, send_list, plan, self.ring,
                             self.ring_rows, self.ring_w, self.ready, self.credit, self.seq, out, h_rows, h_w,
-                            self.me, W, H, K, L, E, self.T, self.chunk, self.nbuf, self.S,
+                            self.me, W, *PE_MAP, H, K, L, E, self.T, self.chunk, self.nbuf, self.S,
                             BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
             h.update(plan=plan, send_list=send_list)
         else:
@@ -121,7 +123,7 @@ class Buf:
             grid = max(W, min(W * L, 4 * W))
             self.cpu.launch(m.moe_ll_dispatch_kernel, (grid,), xs, ids, ws, Tc, T, self.area, self.meta_j,
                             self.meta_pos, self.meta_w, self.hdr, self.flag, self.ctl, out, counts, spos, h_rows, h_w,
-                            n_recv, status, self.me, W, H, K, L, E, self.T, 8,
+                            n_recv, status, self.me, W, *PE_MAP, H, K, L, E, self.T, 8,
                             BLOCK_T=pow2(max(self.T, W)), BLOCK_H=16, BLOCK_K=bk, SCAN_QUAD=True)
             h.update(status=status[:5].copy(), n_recv=n_recv)
         h.update(spos=spos, h_rows=h_rows, h_w=h_w)
@@ -135,11 +137,12 @@ class Buf:
             acc = np.zeros((max(T, 1), H), np.float32)
             self.cpu.launch(m.moe_ht_combine_kernel, (2 * self.S,), y, h["h_rows"], h["h_w"], h["plan"], h["send_list"],
                             self.cring, self.cready, self.ccredit, self.seq[2 * self.S * W:], acc, out,
-                            self.me, W, H, K, self.E, T, self.T, self.chunk, self.nbuf, self.S,
+                            self.me, W, *PE_MAP, H, K, self.E, T, self.T, self.chunk, self.nbuf, self.S,
                             BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
         else:
             self.cpu.launch(m.moe_ll_combine_kernel, (W * self.S,), y, h["h_rows"], h["h_w"], h["n_recv"], h["spos"], T,
-                            self.carea, self.cflag, self.ctl[2 * SIG:], out, self.me, W, H, K, self.T, self.S,
+                            self.carea, self.cflag, self.ctl[2 * SIG:], out, self.me, W, *PE_MAP, H, K, self.T,
+                            self.S,
                             BLOCK_T=pow2(max(self.T, 1)), BLOCK_H=16, BLOCK_K=bk)
         return out[:T]
 
