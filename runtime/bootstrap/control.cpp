@@ -166,6 +166,99 @@ std::string ControlPlane::broadcast(const std::string &data, int root) {
   return get_or_name(key, strfmt("broadcast: root rank %d sent nothing", root));
 }
 
+// ---- team collectives ----
+//
+// Keys of round `seq` of a team: "tm/<index>.<start>.<stride>.<size>/<seq>/..." (bootstrap/frame.hpp,
+// parse_team_round_key). The barrier counts arrivals in counters of 63 members each, one bit per
+// member (ADD of 1 << bit: the sum is the set of members that arrived); the member that completes a
+// counter adds one to the round's total when there are several, and the member that completes the
+// last one releases the round ("go"). Two round trips for most members, like the world barrier. A
+// store request that expires leaves its connection unusable, so what an expiry names is known before
+// the wait: the members that had not arrived when this one did (the ADD's answer). The all-gather is
+// the world's: each member sets its key, then reads the others' in member order, so an expiry names
+// the member whose key it waited for.
+namespace {
+constexpr size_t kBarrierGroup = 63;  // members per arrival counter (bits of a positive int64)
+
+size_t member_index(const TeamScope &t, int rank) {
+  auto it = std::find(t.members.begin(), t.members.end(), rank);
+  TDIST_CHECK(it != t.members.end(), TDIST_ERR_INNER, "%s: rank %d is not a member", t.label.c_str(), rank);
+  return size_t(it - t.members.begin());
+}
+}  // namespace
+
+std::string ControlPlane::team_prefix(int index, int start, int stride, int size) {
+  return strfmt("tm/%d.%d.%d.%d", index, start, stride, size);
+}
+
+std::string ControlPlane::team_get(const TeamScope &t, const std::string &key, const std::string &what) {
+  try {
+    return client_->get(key);
+  } catch (const Error &e) {
+    if (e.code() != TDIST_ERR_TIMEOUT) TDIST_THROW(e.code(), "%s: %s", t.label.c_str(), e.what());
+    TDIST_THROW(TDIST_ERR_TIMEOUT, "rank %d: %s within %.0f s (store key '%s')", rank(), what.c_str(),
+                client_->op_timeout(), key.c_str());
+  }
+}
+
+void ControlPlane::team_barrier(const TeamScope &t) {
+  const size_t n = t.members.size(), me = member_index(t, rank());
+  const std::string base = strfmt("%s/%llu", t.prefix.c_str(), (unsigned long long)t.seq);
+  const size_t groups = (n + kBarrierGroup - 1) / kBarrierGroup, g = me / kBarrierGroup;
+  auto full = [&](size_t grp) {  // every member of counter `grp` arrived
+    return int64_t((uint64_t(1) << std::min(kBarrierGroup, n - grp * kBarrierGroup)) - 1);
+  };
+  std::vector<int64_t> seen(groups, 0);  // what this member knows of each counter
+  bool last = false;
+  try {
+    seen[g] = client_->add(strfmt("%s/b/%zu", base.c_str(), g), int64_t(1) << (me % kBarrierGroup));
+    if (seen[g] == full(g)) last = groups == 1 || client_->add(base + "/b", 1) == int64_t(groups);
+    if (last) {
+      client_->set(base + "/go", "1");
+      return;
+    }
+    // With several counters, what the others held when this member arrived (for the message only).
+    for (size_t o = 0; o < groups; ++o)
+      if (o != g && client_->check(strfmt("%s/b/%zu", base.c_str(), o)))
+        parse_add_delta(client_->get(strfmt("%s/b/%zu", base.c_str(), o)), &seen[o]);
+  } catch (const Error &e) {
+    TDIST_THROW(e.code(), "%s: %s", t.label.c_str(), e.what());
+  }
+  std::string who;
+  size_t missing = 0;
+  for (size_t m = 0; m < n; ++m)
+    if (!(uint64_t(seen[m / kBarrierGroup]) >> (m % kBarrierGroup) & 1) && ++missing <= 8)
+      who += strfmt("%smember %zu (world PE %d)", who.empty() ? "" : ", ", m, t.members[m]);
+  if (missing > 8) who += strfmt(" and %zu more", missing - 8);
+  team_get(t, base + "/go",
+           strfmt("%s barrier #%llu: not every member arrived (when this one, member %zu, did, %s had not)",
+                  t.label.c_str(), (unsigned long long)t.seq, me, who.c_str()));
+}
+
+std::vector<std::string> ControlPlane::team_allgather(const TeamScope &t, const std::string &in,
+                                                      bool same_size) {
+  const size_t n = t.members.size(), me = member_index(t, rank());
+  const std::string base = strfmt("%s/%llu", t.prefix.c_str(), (unsigned long long)t.seq);
+  try {
+    client_->set(strfmt("%s/ag/%zu", base.c_str(), me), in);
+  } catch (const Error &e) {
+    TDIST_THROW(e.code(), "%s: %s", t.label.c_str(), e.what());
+  }
+  std::vector<std::string> out(n);
+  for (size_t m = 0; m < n; ++m)
+    out[m] = m == me ? in
+                     : team_get(t, strfmt("%s/ag/%zu", base.c_str(), m),
+                                strfmt("%s all-gather #%llu: member %zu (world PE %d) did not contribute",
+                                       t.label.c_str(), (unsigned long long)t.seq, m, t.members[m]));
+  for (size_t m = 0; m < n && same_size; ++m)
+    TDIST_CHECK(
+        out[m].size() == in.size(), TDIST_ERR_COLLECTIVE_MISMATCH,
+        "%s all-gather #%llu: member %zu (world PE %d) contributed %zu bytes, member %zu (world PE %d) "
+        "%zu",
+        t.label.c_str(), (unsigned long long)t.seq, m, t.members[m], out[m].size(), me, rank(), in.size());
+  return out;
+}
+
 std::unique_ptr<StoreClient> ControlPlane::connect_watcher() const {
   auto w = std::make_unique<StoreClient>(addr_, cfg_.rank, secret_, cfg_.connect_timeout_s, cfg_.op_timeout_s,
                                          tls_, StoreClient::Role::kWatcher);

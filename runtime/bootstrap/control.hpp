@@ -14,6 +14,14 @@ namespace tdist {
 class StoreClient;
 class StoreServer;
 
+// One round of a team collective (core/context.cpp's teams): who takes part and under which keys.
+struct TeamScope {
+  std::string prefix;        // ControlPlane::team_prefix: the team's index and members
+  std::vector<int> members;  // world ranks in team order; the calling rank is one of them
+  uint64_t seq = 0;          // the team's own round number
+  std::string label;         // names the team in errors: "team 3 (world PEs 1, 3)"
+};
+
 struct BootstrapConfig {
   int rank = -1;
   int n_ranks = 0;
@@ -59,6 +67,16 @@ class ControlPlane {
   std::vector<std::string> allgather(const std::string &in, bool same_size = true);
   // Root's `data` is returned on every rank.
   std::string broadcast(const std::string &data, int root);
+
+  // Team collectives: only the team's members take part, under keys "<prefix>/<seq>/..." that name
+  // the team's index, its members and its own round (so teams that share no member run theirs at
+  // the same time, and ranks outside the team never touch them; the store deletes a round's keys
+  // once every member is past it). Each wait is bounded by the control timeout; an expiry names the
+  // team and the member waited for.
+  static std::string team_prefix(int index, int start, int stride, int size);
+  void team_barrier(const TeamScope &t);
+  // Every member contributes `in` (same size everywhere unless !same_size); returns all, member order.
+  std::vector<std::string> team_allgather(const TeamScope &t, const std::string &in, bool same_size = true);
   // Tell the store this rank finished cleanly (so closing the connection is not a loss).
   void finalize();
   // A second, watch-only connection for this rank (same address, secret and TLS): the store
@@ -68,6 +86,9 @@ class ControlPlane {
  private:
   // client_->get(key); a timeout names `what` was waited for instead of the key alone.
   std::string get_or_name(const std::string &key, const std::string &what);
+  // client_->get(key) for a team collective: an expiry is TDIST_ERR_TIMEOUT saying `what` was
+  // waited for, any other failure keeps its status and gains the team's label.
+  std::string team_get(const TeamScope &t, const std::string &key, const std::string &what);
   BootstrapConfig cfg_;
   StoreAddress addr_;
   std::string secret_;

@@ -98,21 +98,54 @@ bool parse_add_delta(const std::string &val, int64_t *out) {
   return true;
 }
 
+namespace {
+// A decimal number without leading zeros at key[*i] (fits 64 bits); advances *i past it.
+bool parse_decimal(const std::string &key, size_t *i, uint64_t *out) {
+  size_t start = *i;
+  uint64_t v = 0;
+  while (*i < key.size() && key[*i] >= '0' && key[*i] <= '9') {
+    if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, uint64_t(key[*i] - '0'), &v))
+      return false;
+    ++*i;
+  }
+  if (*i == start || (*i - start > 1 && key[start] == '0')) return false;
+  *out = v;
+  return true;
+}
+}  // namespace
+
 bool parse_round_key(const std::string &key, uint64_t *seq) {
   size_t slash = key.find('/');
   if (slash == std::string::npos) return false;
   const std::string kind = key.substr(0, slash);
   if (kind != "bar" && kind != "ag" && kind != "bc") return false;
-  size_t i = slash + 1, start = i;
+  size_t i = slash + 1;
   uint64_t v = 0;
-  while (i < key.size() && key[i] >= '0' && key[i] <= '9') {
-    if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, uint64_t(key[i] - '0'), &v))
-      return false;
-    ++i;
-  }
-  if (i == start || (i - start > 1 && key[start] == '0')) return false;
+  if (!parse_decimal(key, &i, &v)) return false;
   if (i != key.size() && key[i] != '/') return false;
   *seq = v;
+  return true;
+}
+
+bool parse_team_round_key(const std::string &key, TeamRoundKey *out) {
+  if (key.compare(0, 3, "tm/") != 0) return false;
+  size_t i = 3;
+  uint64_t index = 0, start = 0, stride = 0, size = 0, seq = 0;
+  if (!parse_decimal(key, &i, &index) || i >= key.size() || key[i++] != '.') return false;
+  if (!parse_decimal(key, &i, &start) || i >= key.size() || key[i++] != '.') return false;
+  if (!parse_decimal(key, &i, &stride) || i >= key.size() || key[i++] != '.') return false;
+  if (!parse_decimal(key, &i, &size)) return false;
+  const size_t team_end = i;
+  if (i >= key.size() || key[i++] != '/') return false;
+  if (!parse_decimal(key, &i, &seq)) return false;
+  if (i != key.size() && key[i] != '/') return false;
+  if (stride < 1 || size < 1) return false;
+  (void)index;
+  out->team = key.substr(3, team_end - 3);
+  out->start = start;
+  out->stride = stride;
+  out->size = size;
+  out->seq = seq;
   return true;
 }
 

@@ -80,6 +80,17 @@ bool parse_add_delta(const std::string &val, int64_t *out);
 // followed by "/..."; seq decimal without leading zeros): true with the round in *seq. The store
 // deletes a round's keys once every rank is past it (bootstrap/store_state.hpp).
 bool parse_round_key(const std::string &key, uint64_t *seq);
+// A team collective's round keys ("tm/<index>.<start>.<stride>.<size>/<seq>", optionally followed
+// by "/..."; every number decimal without leading zeros; the team's members are the world ranks
+// start + i * stride, i < size, size and stride >= 1): true with the team's id ("<index>.<start>.
+// <stride>.<size>"), its geometry and the round. Each team numbers its own rounds; the store deletes
+// a team round's keys once every member of that team is past it (bootstrap/store_state.hpp).
+struct TeamRoundKey {
+  std::string team;  // "<index>.<start>.<stride>.<size>"
+  uint64_t start = 0, stride = 1, size = 0;
+  uint64_t seq = 0;
+};
+bool parse_team_round_key(const std::string &key, TeamRoundKey *out);
 // Constant-time comparison of a presented secret.
 bool secret_matches(const std::string &presented, const std::string &secret);
 

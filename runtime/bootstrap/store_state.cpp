@@ -123,10 +123,60 @@ bool StoreState::authenticate(int conn, Peer &p, const Frame &f, uint64_t now_ms
 void StoreState::store(const std::string &key, std::string value) {
   auto [it, fresh] = kv_.insert_or_assign(key, std::move(value));
   uint64_t seq;
+  TeamRoundKey tk;
   if (fresh && parse_round_key(key, &seq)) {
     round_keys_[seq].push_back(key);
     if (seq < low_) collect();  // a round already over (a confused client): not kept either
+  } else if (fresh && parse_team_round_key(key, &tk)) {
+    if (TeamRounds *t = team_of(tk)) {
+      t->keys[tk.seq].push_back(key);
+      if (tk.seq < t->low) collect_team(*t);
+    }
   }
+}
+
+StoreState::TeamRounds *StoreState::team_of(const TeamRoundKey &k) {
+  const uint64_t n = uint64_t(n_ranks_);
+  if (k.start >= n || (k.size - 1) > (n - 1 - k.start) / k.stride) return nullptr;
+  auto [it, fresh] = teams_.try_emplace(k.team);
+  TeamRounds &t = it->second;
+  if (fresh) {
+    t.start = k.start;
+    t.stride = k.stride;
+    t.progress.assign(size_t(k.size), 0);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (size_t m = 0; m < t.progress.size(); ++m)
+        if (finalized_ranks_.count(int(k.start + m * k.stride))) t.progress[m] = UINT64_MAX;
+    }
+    t.low = *std::min_element(t.progress.begin(), t.progress.end());
+    t.at_low = size_t(std::count(t.progress.begin(), t.progress.end(), t.low));
+  }
+  return &t;
+}
+
+void StoreState::advance_team(TeamRounds &t, size_t m, uint64_t seq) {
+  uint64_t &p = t.progress[m];
+  if (seq <= p) return;
+  const bool was_low = p == t.low;
+  p = seq;
+  if (!was_low || --t.at_low > 0) return;
+  t.low = *std::min_element(t.progress.begin(), t.progress.end());
+  t.at_low = size_t(std::count(t.progress.begin(), t.progress.end(), t.low));
+  collect_team(t);
+}
+
+void StoreState::collect_team(TeamRounds &t) {
+  while (!t.keys.empty() && t.keys.begin()->first < t.low) {
+    for (const std::string &k : t.keys.begin()->second) kv_.erase(k);
+    t.keys.erase(t.keys.begin());
+  }
+}
+
+size_t StoreState::team_rounds_held() const {
+  size_t n = 0;
+  for (auto &[id, t] : teams_) n += t.keys.size();
+  return n;
 }
 
 void StoreState::advance(int rank, uint64_t seq) {
@@ -169,7 +219,15 @@ bool StoreState::handle(int conn, Frame &f, uint64_t now_ms) {
     send_(conn, StoreOp::kReplyError, f.key, failure_);
     return true;
   }
-  if (uint64_t seq; parse_round_key(f.key, &seq)) advance(p.rank, seq);
+  if (uint64_t seq; parse_round_key(f.key, &seq)) {
+    advance(p.rank, seq);
+  } else if (TeamRoundKey tk; parse_team_round_key(f.key, &tk)) {
+    // Only a member's requests move its team on (a non-member never takes part in its rounds).
+    const uint64_t r = uint64_t(p.rank);
+    if (TeamRounds *t = team_of(tk); t && r >= t->start && (r - t->start) % t->stride == 0 &&
+                                     (r - t->start) / t->stride < t->progress.size())
+      advance_team(*t, size_t((r - t->start) / t->stride), tk.seq);
+  }
   switch (f.op) {
     case StoreOp::kSet: {
       if (auto w = waiters_.find(f.key); w != waiters_.end()) {
@@ -226,7 +284,12 @@ bool StoreState::handle(int conn, Frame &f, uint64_t now_ms) {
         finalized_ranks_.insert(p.rank);
       }
       send_(conn, StoreOp::kReplyOk, f.key, "");
-      advance(p.rank, UINT64_MAX);  // names no round again
+      advance(p.rank, UINT64_MAX);    // names no round again
+      for (auto &[id, t] : teams_) {  // nor a round of any of its teams
+        const uint64_t r = uint64_t(p.rank);
+        if (r >= t.start && (r - t.start) % t.stride == 0 && (r - t.start) / t.stride < t.progress.size())
+          advance_team(t, size_t((r - t.start) / t.stride), UINT64_MAX);
+      }
       return true;
     }
     case StoreOp::kHello:

@@ -7,7 +7,10 @@
 // ("bar/<seq>", "ag/<seq>/<rank>", "bc/<seq>...", parse_round_key), every request names the round
 // its rank is in, and a rank asks for round s only after it finished every earlier round; so once
 // every rank has named a round past s (or finalized), nobody can read a key of round s any more
-// and the store deletes them.
+// and the store deletes them. A team collective's keys ("tm/<team>/<seq>...", parse_team_round_key)
+// are numbered by that team's own rounds, which only its members take part in: the store keeps the
+// progress of each team's members (the members follow from the key) and deletes a team round's keys
+// once every member of the team has named a later round of it (or finalized).
 //
 // Liveness: a rank's watch connection sends HEARTBEAT frames; with a heartbeat timeout set, a rank
 // whose watchdog has been silent that long (stopped, frozen, its host gone) is reported by
@@ -60,6 +63,8 @@ class StoreState {
   size_t keys() const { return kv_.size(); }
   size_t waiting() const;
   size_t rounds_held() const { return round_keys_.size(); }
+  // Team rounds whose keys the store still holds, over every team.
+  size_t team_rounds_held() const;
 
  private:
   struct Peer {
@@ -72,6 +77,19 @@ class StoreState {
   // `rank` is now in round `seq` (UINT64_MAX: finalized): delete the rounds nobody can read.
   void advance(int rank, uint64_t seq);
   void collect();
+  // The rounds of one team (keyed by its id, parse_team_round_key): its members' progress.
+  struct TeamRounds {
+    uint64_t start = 0, stride = 1;
+    std::vector<uint64_t> progress;  // per member: the latest round it named (UINT64_MAX: finalized)
+    uint64_t low = 0;                // min(progress)
+    size_t at_low = 0;               // members whose progress is low
+    std::map<uint64_t, std::vector<std::string>> keys;  // round -> its keys in kv_
+  };
+  // The team of a team round key; nullptr when its members do not fit the job (not a team key).
+  TeamRounds *team_of(const TeamRoundKey &k);
+  // Member `m` of `t` is now in round `seq` (UINT64_MAX: finalized).
+  void advance_team(TeamRounds &t, size_t m, uint64_t seq);
+  void collect_team(TeamRounds &t);
 
   int n_ranks_;
   std::string secret_;
@@ -90,6 +108,7 @@ class StoreState {
   uint64_t low_ = 0;                                         // min(progress_)
   size_t at_low_ = 0;                                        // ranks whose progress is low_
   std::map<uint64_t, std::vector<std::string>> round_keys_;  // round -> its keys in kv_
+  std::map<std::string, TeamRounds> teams_;                  // team id -> its rounds
   mutable std::mutex mu_;  // guards the three sets below (read by the server's destructor)
   std::set<int> finalized_ranks_, seen_ranks_, gone_ranks_;
 };

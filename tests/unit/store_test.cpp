@@ -244,6 +244,69 @@ TEST(StoreRounds, KeysOfFinishedRoundsAreDeleted) {
   EXPECT_TRUE(st.all_done());
 }
 
+TEST(StoreRounds, ParseTeamRoundKey) {
+  TeamRoundKey k;
+  EXPECT_TRUE(parse_team_round_key("tm/3.1.2.4/0", &k));
+  EXPECT_EQ(k.team, "3.1.2.4");
+  EXPECT_EQ(k.start, 1u);
+  EXPECT_EQ(k.stride, 2u);
+  EXPECT_EQ(k.size, 4u);
+  EXPECT_EQ(k.seq, 0u);
+  EXPECT_TRUE(parse_team_round_key("tm/0.0.1.8/17/ag/3", &k) && k.seq == 17 && k.team == "0.0.1.8");
+  EXPECT_TRUE(parse_team_round_key("tm/1.0.2.2/18446744073709551615/go", &k) && k.seq == UINT64_MAX);
+  for (const char *no : {"tm", "tm/", "tm/1.0.2.2", "tm/1.0.2.2/", "tm/1.0.2/3", "tm/1.0.0.2/3",
+                         "tm/1.0.2.0/3", "tm/01.0.2.2/3", "tm/1.0.2.2/03", "tm/1.0.2.2/3x", "tm/1..2.2/3",
+                         "tm/1.0.2.2.5/3", "xtm/1.0.2.2/3", "bar/1", "tm/1.0.2.2/99999999999999999999"})
+    EXPECT_FALSE(parse_team_round_key(no, &k)) << no;
+  uint64_t s = 0;
+  EXPECT_FALSE(parse_round_key("tm/1.0.2.2/3", &s));  // a team's rounds are not the world's
+}
+
+// Two teams that share no rank ({0, 2} and {1, 3}) run different numbers of rounds at once; each
+// team's keys go once its own members are past them, whatever the other team does; a rank outside
+// a team that names one of its keys moves nothing; finalize leaves no team round held.
+TEST(StoreRounds, TeamKeysOfFinishedRoundsAreDeleted) {
+  StoreState st(4, "", [](int, StoreOp, const std::string &, const std::string &) {});
+  auto req = [&](int rank, StoreOp op, std::string key, std::string val = "") {
+    Frame f{op, std::move(key), std::move(val)};
+    EXPECT_TRUE(st.handle(10 + rank, f));
+  };
+  for (int r = 0; r < 4; ++r) {
+    st.open(10 + r);
+    req(r, StoreOp::kHello, std::to_string(r));
+  }
+  size_t most = 0;
+  const std::string even = "tm/1.0.2.2/", odd = "tm/1.1.2.2/";
+  for (uint64_t seq = 0; seq < 1000; ++seq) {
+    // the even team: an all-gather each round
+    const std::string e = even + std::to_string(seq) + "/ag/";
+    req(0, StoreOp::kSet, e + "0", "a");
+    req(2, StoreOp::kSet, e + "1", "b");
+    req(0, StoreOp::kGet, e + "1");
+    req(2, StoreOp::kGet, e + "0");
+    // the odd team: three barriers per round of the even team
+    for (uint64_t k = 0; k < 3; ++k) {
+      const std::string b = odd + std::to_string(seq * 3 + k) + "/b/0";
+      req(1, StoreOp::kAdd, b, "1");
+      req(3, StoreOp::kAdd, b, "2");
+      req(3, StoreOp::kSet, odd + std::to_string(seq * 3 + k) + "/go", "1");
+      req(1, StoreOp::kGet, odd + std::to_string(seq * 3 + k) + "/go");
+    }
+    most = std::max(most, st.keys());
+  }
+  EXPECT_LE(most, 8u);  // each team's current round and the one before
+  const size_t held = st.team_rounds_held();
+  EXPECT_EQ(held, 2u);  // each team's last round
+  // rank 1 is not in the even team: naming a later round of it moves nothing
+  req(1, StoreOp::kCheck, even + "5000/ag/0");
+  req(0, StoreOp::kGet, even + "999/ag/1");  // still there for a late reader
+  EXPECT_EQ(st.team_rounds_held(), held);
+  EXPECT_EQ(st.rounds_held(), 0u);  // and the world's rounds are untouched by team keys
+  for (int r = 0; r < 4; ++r) req(r, StoreOp::kFinalize, "");
+  EXPECT_EQ(st.team_rounds_held(), 0u);
+  EXPECT_EQ(st.keys(), 0u);
+}
+
 // A watchdog that stops sending heartbeats is overdue after the timeout; one that left is not.
 TEST(StoreHeartbeat, SilentWatchdogIsOverdue) {
   std::vector<std::tuple<int, StoreOp, std::string, std::string>> sent;
