@@ -30,6 +30,13 @@
 #define TDIST_SYNC_DEVICE_ARRIVALS_OFF 448u
 #define TDIST_SYNC_HOST_ARRIVALS_OFF 512u
 
+/* A team heap (tdist_team_split_strided_ex, tdist_team_split_2d) is a block of the user part of the
+ * world heap, at the same offset on every PE. Its first TDIST_TEAM_SYNC_BYTES are the team's own
+ * synchronisation words, zeroed on every PE by the split; team allocations come after. Offsets
+ * relative to the block: */
+#define TDIST_TEAM_SYNC_BYTES 256u
+#define TDIST_TEAM_SYNC_DEVICE_BARRIER_OFF 0u /* uint64: this PE's epoch of the team's device barrier */
+
 typedef struct tdist_device_state {
   uint32_t magic;   /* TDIST_DEVICE_STATE_MAGIC */
   uint32_t version; /* TDIST_DEVICE_STATE_VERSION */

@@ -114,7 +114,13 @@ TDIST_EXPORT const tdist_device_state_t *tdist_host_device_state(void);
 /* ---- host-side synchronisation and RMA ---- */
 TDIST_EXPORT int tdist_host_barrier_all(void);
 
-/* ---- teams ---- */
+/* ---- teams (docs/CONTRACT.md section 8) ----
+ * A team is a strided set of world PEs: members start, start + stride, ... (size of them, world
+ * numbering), so a kernel reaches team PE r at world PE start + r * stride. A handle is the team's
+ * index, the same on every member. Splits are collective over every world PE (as torch's new_group):
+ * a PE outside the parent takes part too, passing the parent's handle or TDIST_TEAM_INVALID (what its
+ * own split of the parent gave it), and gets TDIST_TEAM_INVALID. Every PE passes the same arguments;
+ * a call that differs, or is wrong on one PE, fails on every PE and creates nothing. */
 typedef int32_t tdist_team_t;
 #define TDIST_TEAM_INVALID (-1)
 #define TDIST_TEAM_WORLD 0
@@ -122,11 +128,61 @@ TDIST_EXPORT int tdist_team_my_pe(tdist_team_t team);
 TDIST_EXPORT int tdist_team_n_pes(tdist_team_t team);
 /** World PE of `team`'s member `team_pe` (-1 if out of range). */
 TDIST_EXPORT int tdist_team_translate_pe(tdist_team_t src, int src_pe, tdist_team_t dst);
-/** Collective over `parent`: members are parent PEs start, start+stride, ... (size of them).
- *  PEs outside the new team get *new_team = TDIST_TEAM_INVALID. */
+/** `team`'s members as world PEs start + i * stride, i < size (any output may be NULL). */
+TDIST_EXPORT int tdist_team_world_pes(tdist_team_t team, int *start, int *stride, int *size);
+
+/** What a split gives the new team(s). heap_bytes: a team heap of that many bytes (rounded up to
+ *  256; 0 = none), reserved from the world heap on every PE, members or not (the heap stays
+ *  symmetric; it returns to the world heap at tdist_finalize). Its first TDIST_TEAM_SYNC_BYTES
+ *  (device_state.h) are the team's synchronisation words, zeroed on every PE before the split
+ *  returns; tdist_team_malloc allocates from the rest. */
+typedef struct tdist_team_config {
+  uint64_t heap_bytes;
+} tdist_team_config_t;
+
+/** Members are parent PEs start, start+stride, ... (size of them); PEs outside the new team get
+ *  *new_team = TDIST_TEAM_INVALID. `config` may be NULL (no team heap). Collective over every world
+ *  PE. */
+TDIST_EXPORT int tdist_team_split_strided_ex(tdist_team_t parent, int start, int stride, int size,
+                                             const tdist_team_config_t *config, tdist_team_t *new_team);
+/** tdist_team_split_strided_ex without a team heap. */
 TDIST_EXPORT int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int size,
                                           tdist_team_t *new_team);
+/** NVSHMEM's 2-D split of `parent` (whose size must be a multiple of xrange): the x-teams are the
+ *  consecutive groups of xrange parent PEs, the y-teams the parent PEs with one index in their x-team
+ *  (stride xrange). Every member of the parent gets its own x-team and y-team. All x-teams share one
+ *  world heap block of xconfig->heap_bytes (their members are disjoint), all y-teams another of
+ *  yconfig->heap_bytes; either config may be NULL (no heap). Collective over every world PE. */
+TDIST_EXPORT int tdist_team_split_2d(tdist_team_t parent, int xrange, const tdist_team_config_t *xconfig,
+                                     tdist_team_t *xteam, const tdist_team_config_t *yconfig,
+                                     tdist_team_t *yteam);
+/** Local to the caller. Refused (TDIST_ERR_INVALID_PARAM) for the world team and for a team whose
+ *  heap still has live allocations. The team heap's block stays reserved until tdist_finalize
+ *  (returning it earlier would take a world collective that non-members are not in). */
 TDIST_EXPORT int tdist_team_destroy(tdist_team_t team);
+
+/* Team collectives: called by the team's members only, in the same order on every member; PEs
+ * outside the team never take part nor wait for them, so teams that share no member run theirs at
+ * the same time. Each is bounded by the control timeout, and an expiry names the team and the member
+ * waited for. A PE that is not a member, an unknown or destroyed team, and (for the heap calls) a
+ * team without a heap fail at once on the caller with TDIST_ERR_INVALID_PARAM. */
+
+/** Allocation in the team heap: first fit, the same offsets on every member. Each call all-gathers
+ *  (team call number, operation, size, alignment) among the members: calls that differ fail on every
+ *  member with TDIST_ERR_COLLECTIVE_MISMATCH naming both; exhaustion is TDIST_ERR_MALLOC_FAILED on
+ *  every member naming the team heap's size and what is free; a failed call changes nothing.
+ *  tdist_team_free(team, NULL) takes part and frees nothing. */
+TDIST_EXPORT void *tdist_team_malloc(tdist_team_t team, size_t size);
+TDIST_EXPORT void *tdist_team_align(tdist_team_t team, size_t alignment, size_t size);
+TDIST_EXPORT int tdist_team_free(tdist_team_t team, void *ptr);
+/** Bytes still allocatable as one block from `team`'s heap (local; 0 and an error for a team without
+ *  a heap or a PE outside it). */
+TDIST_EXPORT size_t tdist_team_heap_free_bytes(tdist_team_t team);
+/** Host barrier over the members (the control plane), after completing this PE's outstanding puts. */
+TDIST_EXPORT int tdist_team_barrier(tdist_team_t team);
+/** Every member contributes `nbytes` from `in`; `out` receives team size * nbytes, member order. A
+ *  size that differs or a NULL buffer on one member fails on every member. */
+TDIST_EXPORT int tdist_team_ctrl_allgather(tdist_team_t team, const void *in, void *out, size_t nbytes);
 
 /* ---- control plane over the bootstrap store (host, collective over the world) ---- */
 TDIST_EXPORT int tdist_ctrl_barrier(void);
@@ -137,9 +193,12 @@ TDIST_EXPORT int tdist_ctrl_allgather(const void *in, void *out, size_t nbytes);
 TDIST_EXPORT int tdist_ctrl_broadcast(void *buf, size_t nbytes, int root);
 
 /** For language bindings: this thread's next collective call (tdist_malloc, calloc, align, free,
- *  team_split_strided, ctrl_allgather, ctrl_broadcast) takes part with an argument this PE could not
- *  convert; the call fails on every PE with TDIST_ERR_INVALID_PARAM naming `why` and this PE, and
- *  changes nothing. A binding that raised before the call would leave the other PEs waiting. */
+ *  team_split_strided(_ex), team_split_2d, ctrl_allgather, ctrl_broadcast, and the team collectives
+ *  team_malloc, team_align, team_free, team_ctrl_allgather) takes part with an argument this PE could
+ *  not convert; the call fails on every participant with TDIST_ERR_INVALID_PARAM naming `why` and
+ *  this PE, and changes nothing. A binding that raised before the call would leave the others
+ *  waiting. (A team call that fails on this PE alone, before any exchange, e.g. from a PE outside
+ *  the team, takes the rejection with it and names it.) */
 TDIST_EXPORT int tdist_collective_reject(const char *why);
 
 #ifdef __cplusplus

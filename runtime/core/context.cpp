@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/collective.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/fault.hpp"
@@ -69,28 +70,18 @@ void validate_attr(const tdist_init_attr_t &a) {
               TDIST_ERR_INVALID_PARAM, "backend %d: must be AUTO=0, CPU=1 or CUDA=2", b);
 }
 
-// One record per collective heap call, all-gathered so every PE can compare every PE's call.
-struct CollectiveRecord {
-  uint64_t seq;
-  uint32_t op;
-  int32_t status;  // this PE's local verdict
-  uint64_t size;
-  uint64_t align;
-  int64_t offset;
-  uint32_t rejected = 0;  // a binding could not convert this PE's arguments: only the call counts
-  uint32_t pad = 0;
-};
-
 // tdist_collective_reject: why this thread's next collective call is to fail on every PE.
 thread_local std::string t_reject;
 
-// Takes the rejection meant for this call ("" if none).
+}  // namespace
+
 std::string take_reject() {
   std::string r = std::move(t_reject);
   t_reject.clear();
   return r;
 }
-enum : uint32_t { kOpMalloc = 1, kOpCalloc = 2, kOpAlign = 3, kOpFree = 4, kOpSplit = 5 };
+
+namespace {
 const char *op_name(uint32_t op) {
   switch (op) {
     case kOpMalloc: return "malloc";
@@ -98,49 +89,132 @@ const char *op_name(uint32_t op) {
     case kOpAlign: return "align";
     case kOpFree: return "free";
     case kOpSplit: return "team_split_strided";
+    case kOpSplit2d: return "team_split_2d";
+    case kOpTeamMalloc: return "team_malloc";
+    case kOpTeamAlign: return "team_align";
+    case kOpTeamFree: return "team_free";
   }
   return "?";
 }
+
+std::string team_arg(int32_t t) {
+  return t == TDIST_TEAM_INVALID ? std::string("TDIST_TEAM_INVALID") : strfmt("%d", t);
+}
+
+std::string heap_arg(uint64_t bytes) {
+  return bytes ? strfmt("%llu-byte heap", (unsigned long long)bytes) : std::string("no heap");
+}
+}  // namespace
+
 std::string describe(const CollectiveRecord &r) {
-  if (r.op == kOpFree) return strfmt("free(heap offset %lld)", (long long)r.offset);
-  if (r.op == kOpAlign)
-    return strfmt("align(%llu, %llu)", (unsigned long long)r.align, (unsigned long long)r.size);
-  if (r.op == kOpSplit)
-    return strfmt("team_split_strided(start %llu, stride %llu, size %lld)", (unsigned long long)r.size,
-                  (unsigned long long)r.align, (long long)r.offset);
+  switch (r.op) {
+    case kOpFree:
+    case kOpTeamFree: return strfmt("%s(heap offset %lld)", op_name(r.op), (long long)r.offset);
+    case kOpAlign:
+    case kOpTeamAlign:
+      return strfmt("%s(%llu, %llu)", op_name(r.op), (unsigned long long)r.align, (unsigned long long)r.size);
+    case kOpSplit:
+      return strfmt("team_split_strided(parent %s, start %d, stride %d, size %d, %s)",
+                    team_arg(r.parent).c_str(), r.start, r.stride, r.count, heap_arg(r.heap[0]).c_str());
+    case kOpSplit2d:
+      return strfmt("team_split_2d(parent %s, xrange %d, x-teams: %s, y-teams: %s)",
+                    team_arg(r.parent).c_str(), r.start, heap_arg(r.heap[0]).c_str(),
+                    heap_arg(r.heap[1]).c_str());
+  }
   return strfmt("%s(%llu)", op_name(r.op), (unsigned long long)r.size);
 }
+
+namespace {
+bool same_call(const CollectiveRecord &a, const CollectiveRecord &b) {
+  if (a.seq != b.seq || a.op != b.op) return false;
+  if (a.rejected || b.rejected) return true;  // only the call counts: the verdict fails it
+  switch (a.op) {
+    case kOpFree:
+    case kOpTeamFree:
+      // A pointer that is no allocation has no offset to compare: its verdict fails the call.
+      return a.offset == b.offset || a.status != TDIST_SUCCESS || b.status != TDIST_SUCCESS;
+    case kOpSplit:
+    case kOpSplit2d:
+      // A PE outside the parent may pass TDIST_TEAM_INVALID; the others name the same parent.
+      return (a.parent == b.parent || a.parent == TDIST_TEAM_INVALID || b.parent == TDIST_TEAM_INVALID) &&
+             a.start == b.start && a.stride == b.stride && a.count == b.count && a.heap[0] == b.heap[0] &&
+             a.heap[1] == b.heap[1];
+  }
+  return a.size == b.size && a.align == b.align;
+}
+}  // namespace
+
+std::string pack_record(const CollectiveRecord &mine, const std::string &why) {
+  std::string in(reinterpret_cast<const char *>(&mine), sizeof mine);
+  in += why.substr(0, 200);
+  in.resize(sizeof mine + 200, '\0');
+  return in;
+}
+
+std::vector<CollectiveRecord> check_records(const std::vector<std::string> &all, const Participants &p) {
+  std::vector<CollectiveRecord> recs(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    TDIST_CHECK(all[i].size() == sizeof(CollectiveRecord) + 200, TDIST_ERR_BOOTSTRAP,
+                "%s sent a collective record of %zu bytes", p.who(i).c_str(), all[i].size());
+    std::memcpy(&recs[i], all[i].data(), sizeof(CollectiveRecord));
+  }
+  const CollectiveRecord &r0 = recs[0];
+  for (size_t i = 1; i < recs.size(); ++i) {
+    const CollectiveRecord &r = recs[i];
+    if (!same_call(r0, r))
+      TDIST_THROW(TDIST_ERR_COLLECTIVE_MISMATCH,
+                  "collective mismatch%s: %s called %s as %s #%llu, %s called %s as call #%llu (%s must make "
+                  "the same calls in the same order)",
+                  p.scope.c_str(), p.who(0).c_str(), describe(r0).c_str(), p.calls,
+                  (unsigned long long)r0.seq, p.who(i).c_str(), describe(r).c_str(),
+                  (unsigned long long)r.seq, p.everyone);
+  }
+  for (size_t i = 0; i < recs.size(); ++i)
+    if (recs[i].status != TDIST_SUCCESS) {
+      std::string msg(all[i].data() + sizeof(CollectiveRecord), 200);
+      msg.resize(std::strlen(msg.c_str()));
+      TDIST_THROW(recs[i].status, "failed on %s: %s", p.who(i).c_str(), msg.c_str());
+    }
+  return recs;
+}
+
+std::string pack_ctrl(CtrlHeader mine, const std::string &why, const std::string &data) {
+  std::snprintf(mine.why, sizeof mine.why, "%s", why.c_str());
+  std::string in(reinterpret_cast<const char *>(&mine), sizeof mine);
+  return in + data;
+}
+
+std::vector<CtrlHeader> check_ctrl(const std::vector<std::string> &all, const Participants &p,
+                                   std::vector<std::string> *payloads) {
+  std::vector<CtrlHeader> h(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    TDIST_CHECK(all[i].size() >= sizeof(CtrlHeader), TDIST_ERR_BOOTSTRAP, "%s sent a short control record",
+                p.who(i).c_str());
+    std::memcpy(&h[i], all[i].data(), sizeof(CtrlHeader));
+    h[i].why[sizeof h[i].why - 1] = '\0';
+    if (payloads) payloads->push_back(all[i].substr(sizeof(CtrlHeader)));
+  }
+  for (size_t i = 0; i < h.size(); ++i)
+    if (h[i].status != TDIST_SUCCESS)
+      TDIST_THROW(h[i].status, "failed on %s: %s", p.who(i).c_str(), h[i].why);
+  return h;
+}
+
+const Participants &world_pes() {
+  static const Participants p = [] {
+    Participants w;
+    w.who = [](size_t pe) { return strfmt("PE %zu", pe); };
+    return w;
+  }();
+  return p;
+}
+
+namespace {
 
 // Gathers `mine` from every PE; throws the same error on every PE when the calls differ or any
 // PE's local verdict is an error. `why` is this PE's local error message (empty when fine).
 std::vector<CollectiveRecord> agree(Context &c, const CollectiveRecord &mine, const std::string &why) {
-  std::string in(reinterpret_cast<const char *>(&mine), sizeof mine);
-  in += why.substr(0, 200);
-  in.resize(sizeof mine + 200, '\0');
-  auto all = c.cp->allgather(in);
-  std::vector<CollectiveRecord> recs(all.size());
-  for (size_t i = 0; i < all.size(); ++i) std::memcpy(&recs[i], all[i].data(), sizeof mine);
-  const CollectiveRecord &r0 = recs[0];
-  for (size_t pe = 1; pe < recs.size(); ++pe) {
-    const CollectiveRecord &r = recs[pe];
-    bool same = r.seq == r0.seq && r.op == r0.op &&
-                (r.rejected || r0.rejected ||
-                 (r.op == kOpFree ? r.offset == r0.offset
-                                  : (r.size == r0.size && r.align == r0.align &&
-                                     (r.op != kOpSplit || r.offset == r0.offset))));
-    if (!same)
-      TDIST_THROW(TDIST_ERR_COLLECTIVE_MISMATCH,
-                  "collective mismatch: PE 0 called %s as collective call #%llu, PE %zu "
-                  "called %s as call #%llu (every PE must make the same calls in the same order)",
-                  describe(r0).c_str(), (unsigned long long)r0.seq, pe, describe(r).c_str(),
-                  (unsigned long long)r.seq);
-  }
-  for (size_t pe = 0; pe < recs.size(); ++pe)
-    if (recs[pe].status != TDIST_SUCCESS) {
-      std::string msg(all[pe].data() + sizeof mine);
-      TDIST_THROW(recs[pe].status, "failed on PE %zu: %s", pe, msg.c_str());
-    }
-  return recs;
+  return check_records(c.cp->allgather(pack_record(mine, why)), world_pes());
 }
 
 void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) {
@@ -308,7 +382,11 @@ void do_init(const tdist_init_attr_t &attr, const std::string &secret = {}) {
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   s.spin_before_backoff_ns = unsigned(c->cp->local_size()) <= hw ? 50000 : 1000;
   c->alloc = std::make_unique<HeapAllocator>(TDIST_HEAP_RESERVED, total);
-  c->teams.push_back(Team{true, 0, 1, n, s.my_pe});
+  Team world;
+  world.valid = true;
+  world.size = n;
+  world.my_pe = s.my_pe;
+  c->teams.push_back(std::move(world));
   publish(*c);
   c->cp->barrier();  // everyone mapped everything before anyone writes to a peer
   bind_fault_record(&c->state, c->transport.get());
@@ -530,6 +608,10 @@ int tdist_free(void *ptr) {
               "heap offset %lld is not a live allocation (double free, or not the start "
               "of a block)",
               (long long)rec.offset);
+        } else if (c.team_blocks.count(size_t(rec.offset))) {
+          rec.status = TDIST_ERR_INVALID_PARAM;
+          why = strfmt("heap offset %lld is a team heap's block (it returns to the world heap at finalize)",
+                       (long long)rec.offset);
         }
       }
     }
@@ -571,93 +653,6 @@ int tdist_host_barrier_all(void) {
   });
 }
 
-int tdist_team_my_pe(tdist_team_t team) {
-  int r = -1;
-  c_boundary("tdist_team_my_pe", [&] {
-    Context &c = require_context("tdist_team_my_pe");
-    TDIST_CHECK(team >= 0 && size_t(team) < c.teams.size() && c.teams[team].valid, TDIST_ERR_INVALID_PARAM,
-                "team %d does not exist", team);
-    r = c.teams[team].my_pe;
-  });
-  return r;
-}
-
-int tdist_team_n_pes(tdist_team_t team) {
-  int r = -1;
-  c_boundary("tdist_team_n_pes", [&] {
-    Context &c = require_context("tdist_team_n_pes");
-    TDIST_CHECK(team >= 0 && size_t(team) < c.teams.size() && c.teams[team].valid, TDIST_ERR_INVALID_PARAM,
-                "team %d does not exist", team);
-    r = c.teams[team].size;
-  });
-  return r;
-}
-
-int tdist_team_translate_pe(tdist_team_t src, int src_pe, tdist_team_t dst) {
-  int r = -1;
-  c_boundary("tdist_team_translate_pe", [&] {
-    Context &c = require_context("tdist_team_translate_pe");
-    for (tdist_team_t t : {src, dst})
-      TDIST_CHECK(t >= 0 && size_t(t) < c.teams.size() && c.teams[t].valid, TDIST_ERR_INVALID_PARAM,
-                  "team %d does not exist", t);
-    const Team &s = c.teams[src], &d = c.teams[dst];
-    TDIST_CHECK(src_pe >= 0 && src_pe < s.size, TDIST_ERR_INVALID_PARAM,
-                "PE %d out of range for a team of %d", src_pe, s.size);
-    int world = s.start + src_pe * s.stride;
-    int rel = world - d.start;
-    r = (rel >= 0 && rel % d.stride == 0 && rel / d.stride < d.size) ? rel / d.stride : -1;
-  });
-  return r;
-}
-
-int tdist_team_split_strided(tdist_team_t parent, int start, int stride, int size, tdist_team_t *new_team) {
-  return c_boundary("tdist_team_split_strided", [&] {
-    Context &c = require_context("tdist_team_split_strided");
-    TDIST_CHECK(new_team, TDIST_ERR_INVALID_PARAM, "new_team is NULL");
-    *new_team = TDIST_TEAM_INVALID;
-    std::lock_guard<std::mutex> g(c.mu);
-    // A bad parent is this PE's verdict, carried by the agreement (the others must not wait).
-    const bool parent_ok = parent >= 0 && size_t(parent) < c.teams.size() && c.teams[parent].valid;
-    const Team p = parent_ok ? c.teams[parent] : c.teams[0];
-    CollectiveRecord rec{c.collective_seq++,         kOpSplit,     TDIST_SUCCESS, uint64_t(uint32_t(start)),
-                         uint64_t(uint32_t(stride)), int64_t(size)};
-    std::string why = take_reject();
-    if (!why.empty()) {
-      rec.status = TDIST_ERR_INVALID_PARAM;
-      rec.rejected = 1;
-    } else if (!parent_ok) {
-      rec.status = TDIST_ERR_INVALID_PARAM;
-      why = strfmt("parent team %d does not exist", parent);
-    } else if (start < 0 || stride < 1 || size < 1 ||
-               int64_t(start) + int64_t(stride) * (size - 1) >= p.size) {
-      rec.status = TDIST_ERR_INVALID_PARAM;
-      why = strfmt("start %d, stride %d, size %d do not fit a parent team of %d PEs", start, stride, size,
-                   p.size);
-    }
-    // Only parent members take part; with the world as the only parent used so far, that is
-    // every PE. Splits of sub-teams need all world PEs to call as well (documented).
-    agree(c, rec, why);
-    Team t;
-    t.valid = true;
-    t.start = p.start + start * p.stride;
-    t.stride = p.stride * stride;
-    t.size = size;
-    int rel = c.state.my_pe - t.start;
-    t.my_pe = (rel >= 0 && rel % t.stride == 0 && rel / t.stride < t.size) ? rel / t.stride : -1;
-    c.teams.push_back(t);
-    if (t.my_pe >= 0) *new_team = tdist_team_t(c.teams.size() - 1);
-  });
-}
-
-int tdist_team_destroy(tdist_team_t team) {
-  return c_boundary("tdist_team_destroy", [&] {
-    Context &c = require_context("tdist_team_destroy");
-    TDIST_CHECK(team > 0 && size_t(team) < c.teams.size() && c.teams[team].valid, TDIST_ERR_INVALID_PARAM,
-                "team %d cannot be destroyed (unknown, already destroyed, or the world)", team);
-    c.teams[team].valid = false;
-  });
-}
-
 int tdist_ctrl_barrier(void) {
   return c_boundary("tdist_ctrl_barrier", [&] { require_context("tdist_ctrl_barrier").cp->barrier(); });
 }
@@ -666,30 +661,9 @@ int tdist_ctrl_barrier(void) {
 // one PE (a NULL buffer, a root out of range, a size or root that differs, an argument a binding
 // rejected) fails on every PE with the same error instead of leaving the others waiting.
 namespace {
-struct CtrlHeader {
-  int32_t status;
-  int32_t root;
-  uint64_t nbytes;
-  char why[200];
-};
-
 std::vector<CtrlHeader> ctrl_agree(Context &c, CtrlHeader mine, const std::string &why,
                                    const std::string &data, std::vector<std::string> *payloads) {
-  std::snprintf(mine.why, sizeof mine.why, "%s", why.c_str());
-  std::string in(reinterpret_cast<const char *>(&mine), sizeof mine);
-  in += data;
-  auto all = c.cp->allgather(in, /*same_size=*/false);
-  std::vector<CtrlHeader> h(all.size());
-  for (size_t pe = 0; pe < all.size(); ++pe) {
-    TDIST_CHECK(all[pe].size() >= sizeof(CtrlHeader), TDIST_ERR_BOOTSTRAP,
-                "PE %zu sent a short control record", pe);
-    std::memcpy(&h[pe], all[pe].data(), sizeof(CtrlHeader));
-    h[pe].why[sizeof h[pe].why - 1] = '\0';
-    if (payloads) payloads->push_back(all[pe].substr(sizeof(CtrlHeader)));
-  }
-  for (size_t pe = 0; pe < h.size(); ++pe)
-    if (h[pe].status != TDIST_SUCCESS) TDIST_THROW(h[pe].status, "failed on PE %zu: %s", pe, h[pe].why);
-  return h;
+  return check_ctrl(c.cp->allgather(pack_ctrl(mine, why, data), /*same_size=*/false), world_pes(), payloads);
 }
 }  // namespace
 

@@ -67,4 +67,10 @@ size_t HeapAllocator::largest_free() const {
   return best;
 }
 
+size_t HeapAllocator::free_total() const {
+  size_t n = 0;
+  for (auto [o, l] : free_) n += l;
+  return n;
+}
+
 }  // namespace tdist

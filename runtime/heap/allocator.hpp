@@ -21,6 +21,7 @@ class HeapAllocator {
   size_t block_size(size_t offset) const;
   void release(size_t offset);
   size_t largest_free() const;
+  size_t free_total() const;  // every free byte, in however many blocks
   size_t live_blocks() const { return live_.size(); }
 
  private:
