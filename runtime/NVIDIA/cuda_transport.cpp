@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bootstrap/control.hpp"
+#include "core/context.hpp"
 #include "core/error.hpp"
 #include "core/translate.hpp"
 #include "core/transport.hpp"
@@ -520,6 +521,18 @@ TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream) {
     CUfunction f = t.kernel("tdisti_nv_barrier_kernel");
     TDIST_CU(t.drv(),
              cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, static_cast<CUstream>(stream), nullptr, nullptr));
+  });
+}
+
+TDIST_EXPORT int tdist_cuda_team_barrier_on_stream(int32_t team, void *stream) {
+  return c_boundary("tdist_cuda_team_barrier_on_stream", [&] {
+    const TeamSync ts = team_sync(team, "tdist_cuda_team_barrier_on_stream");
+    CudaTransport &t = active("tdist_cuda_team_barrier_on_stream");
+    CUfunction f = t.kernel("tdisti_nv_team_barrier_kernel");
+    uint64_t off = ts.epoch_off;
+    int start = ts.start, stride = ts.stride, size = ts.size, me = ts.my_index;
+    void *args[] = {&off, &start, &stride, &size, &me};
+    TDIST_CU(t.drv(), cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, static_cast<CUstream>(stream), args, nullptr));
   });
 }
 

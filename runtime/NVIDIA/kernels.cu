@@ -8,6 +8,21 @@
 // runs the cross-PE pull barrier itself.
 extern "C" __global__ void tdisti_nv_barrier_kernel(void) { tdist_barrier_all(); }
 
+// tdist_cuda_team_barrier_on_stream: one CTA whose first thread runs the pull barrier of every
+// device barrier (tdisti_nv_pe_barrier) over the team's members, world PEs start + i * stride, on
+// the team's own epoch word (heap offset epoch_off: offset 0 of the team heap block). Work enqueued
+// after it on any member's stream starts after every member's earlier work on its stream. On expiry
+// or a lost PE the fault is recorded and the kernel stops the stream (prints the record, traps), so
+// later work never runs unsynchronised.
+extern "C" __global__ void tdisti_nv_team_barrier_kernel(uint64_t epoch_off, int start, int stride, int size,
+                                                         int me) {
+  if (threadIdx.x != 0) return;
+  tdist_device_state_t *st = tdisti_nv_state_checked();
+  tdisti_nv_fence_sc_sys(); /* the stream's earlier work is released before the epoch */
+  const int32_t s = tdisti_nv_pe_barrier(st, epoch_off, start, stride, size, me);
+  if (s != 0) tdisti_nv_stop("team_barrier_on_stream", s);
+}
+
 // tdist_cuda_signal_wait_until_on_stream: one thread waits (bounded by the PE's wait timeout, with
 // the watchdog's abort), so later work on the stream starts only once the slot satisfies cmp. On
 // expiry or abort the fault is recorded and the kernel traps, so the stream never goes on with data

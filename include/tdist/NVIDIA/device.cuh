@@ -785,26 +785,30 @@ TDISTI_NV_ABI int64_t tdistx_consume_token_int64(int64_t value, int32_t token) {
 TDISTI_NV_ABI void tdist_fence(void) { tdisti_nv_fence_acq_rel_sys(); }
 TDISTI_NV_ABI void tdist_quiet(void) { tdisti_nv_fence_sc_sys(); }
 
-/* The cross-PE part of every device barrier, run by one thread per PE: publish this PE's next
- * epoch at TDIST_SYNC_DEVICE_BARRIER_OFF (release) and pull every peer's epoch, accepting epoch or
- * epoch + 1 (a peer may already be in the next barrier). Every barrier of every form adds one to
- * the epoch of every PE, so the grid barrier and the PE barriers of libshmem_device compose, as long
- * as every PE runs the same sequence of barriers. Returns 0, or the status that ended the pull (its
- * fault recorded, the ABI's wait policy: tdisti_nv_wait_check every 64 sweeps). */
-TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st) {
+/* The cross-PE part of every device barrier, run by one thread per PE, over a member set: world PEs
+ * start + i * stride, i < size, this PE being member `me`, each with its epoch word at heap offset
+ * `epoch_off` (the world's barriers: TDIST_SYNC_DEVICE_BARRIER_OFF over every PE; a team's: offset
+ * TDIST_TEAM_SYNC_DEVICE_BARRIER_OFF of its team heap block over its members). Publish this PE's next
+ * epoch (release) and pull every other member's, accepting epoch or epoch + 1 (a member may already be
+ * in the next barrier). Every barrier on one epoch word adds one to it on every member, so the grid
+ * barrier and the PE barriers of libshmem_device compose, as long as every member runs the same
+ * sequence of barriers on it. Returns 0, or the status that ended the pull (its fault recorded, the
+ * ABI's wait policy: tdisti_nv_wait_check every 64 sweeps). */
+TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st, uint64_t epoch_off, int start, int stride,
+                                          int size, int me) {
   char *heap = (char *)TDISTI_NV_SF_PTR(st, heap_base);
-  uint64_t *epoch_p = (uint64_t *)(heap + TDIST_SYNC_DEVICE_BARRIER_OFF);
+  uint64_t *epoch_p = (uint64_t *)(heap + epoch_off);
   const uint64_t e = tdisti_nv_ld_relaxed_u64(epoch_p) + 1;
   tdisti_nv_st_release_u64(epoch_p, e);
-  const int n = TDISTI_NV_SF_S32(st, n_pes), me = TDISTI_NV_SF_S32(st, my_pe);
   const uint64_t t0 = tdisti_nv_globaltimer();
   int32_t status = 0;
   for (uint32_t it = 0;; ++it) {
     int bad = -1;
     uint64_t seen = 0;
-    for (int pe = 0; pe < n; ++pe) {
-      if (pe == me) continue;
-      const uint64_t *q = (const uint64_t *)(tdisti_nv_p2p_base(st, pe) + TDIST_SYNC_DEVICE_BARRIER_OFF);
+    for (int i = 0; i < size; ++i) {
+      if (i == me) continue;
+      const int pe = start + i * stride;
+      const uint64_t *q = (const uint64_t *)(tdisti_nv_p2p_base(st, pe) + epoch_off);
       uint64_t v = tdisti_nv_ld_relaxed_u64(q);
       if (v != e && v != e + 1) {
         bad = pe;
@@ -814,13 +818,18 @@ TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st) {
     }
     if (bad < 0) break;
     if ((it & 63u) == 63u &&
-        (status = tdisti_nv_wait_check(st, t0, st->wait_timeout_ns,
-                                       tdisti_nv_p2p_base(st, bad) + TDIST_SYNC_DEVICE_BARRIER_OFF,
+        (status = tdisti_nv_wait_check(st, t0, st->wait_timeout_ns, tdisti_nv_p2p_base(st, bad) + epoch_off,
                                        TDIST_CMP_EQ, e, seen)) != 0)
       break;
   }
   tdisti_nv_fence_acq_rel_sys();
   return status;
+}
+
+/* The world's member set: every PE, on the epoch at TDIST_SYNC_DEVICE_BARRIER_OFF. */
+TDISTI_NV_FN int32_t tdisti_nv_world_pe_barrier(tdist_device_state_t *st) {
+  return tdisti_nv_pe_barrier(st, TDIST_SYNC_DEVICE_BARRIER_OFF, 0, 1, TDISTI_NV_SF_S32(st, n_pes),
+                              TDISTI_NV_SF_S32(st, my_pe));
 }
 
 /* Device barrier (docs/CONTRACT.md section 3): collective over every CTA of the launch on every
@@ -840,7 +849,7 @@ TDISTI_NV_ABI void tdist_barrier_all(void) {
     const uint64_t old = tdisti_nv_atom_add_acq_rel_gpu_u64(arrive, 1);
     if (old == nctas - 1) {
       tdisti_nv_st_relaxed_u64(arrive, 0);
-      (void)tdisti_nv_pe_barrier(st);
+      (void)tdisti_nv_world_pe_barrier(st);
       tdisti_nv_st_release_u64(release, gen + 1);
     } else {
       uint64_t seen;
@@ -1118,7 +1127,8 @@ TDISTI_NV_ABI int32_t tdist_quiet_i64(void) {
  * return without waiting for it.
  * ====================================================================================== */
 
-/* Device-side teams. The runtime's teams (tdist_team_split_strided) live on the host only; on the
+/* Device-side teams. The runtime's teams (tdist_team_split_strided) live on the host (their stream
+ * barrier, tdist_cuda_team_barrier_on_stream, runs tdisti_nv_pe_barrier over their members); on the
  * device the world team exists, and the node and shared teams are the world team: every PE of a
  * tdist job is mapped into every other PE (one host). The values are chosen so that they cannot be
  * taken for a host team handle (small non-negative indices). */
@@ -1144,7 +1154,7 @@ TDISTI_NV_FN void tdisti_nv_shmem_barrier_one(int32_t team, const char *what) {
     tdisti_nv_stop(what, TDISTI_NV_ERR_INVALID_PARAM);
   }
   tdisti_nv_fence_sc_sys(); /* every store this thread made or observed is released before the epoch */
-  const int32_t s = tdisti_nv_pe_barrier(st);
+  const int32_t s = tdisti_nv_world_pe_barrier(st);
   if (s != 0) tdisti_nv_stop(what, s);
 }
 

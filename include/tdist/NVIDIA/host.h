@@ -49,6 +49,17 @@ TDIST_EXPORT int tdist_cuda_check_fault(void *stream);
  *  work enqueued after it on any PE's stream starts after every PE's earlier work on its stream. */
 TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream);
 
+/** Enqueue a barrier over the members of `team` (a tdist_team_t of tdist.h) on `stream`: one CTA runs
+ *  the same pull barrier as the world's, on the team's own epoch word (offset
+ *  TDIST_TEAM_SYNC_DEVICE_BARRIER_OFF of its team heap, so the team needs one: split it with a
+ *  tdist_team_config_t whose heap_bytes > 0). Work enqueued after it on any member's stream starts
+ *  after every member's earlier work on its stream. Called by every member, the same sequence of
+ *  team barriers on every member; PEs outside the team are not involved. A PE outside the team or a
+ *  team without a heap fails at once (TDIST_ERR_INVALID_PARAM). Bounded like every device wait: on
+ *  expiry or a lost PE the fault is recorded (tdist_cuda_check_fault names it) and the kernel traps,
+ *  so later work on the stream never runs. */
+TDIST_EXPORT int tdist_cuda_team_barrier_on_stream(int32_t team, void *stream);
+
 /** SDMA engine: host-initiated copy-engine transfer to / from PE `pe` on `stream`.
  *  put: `dst` is a symmetric address (translated to `pe`), `src` any device memory;
  *  get: `src` symmetric on `pe`, `dst` any device memory. Asynchronous on `stream`. */
