@@ -11,6 +11,7 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/tuple.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -447,22 +448,132 @@ NB_MODULE(_C, m) {
   m.def("team_translate_pe", [](int src, int pe, int dst) { return tdist_team_translate_pe(src, pe, dst); });
   m.def(
       "team_split_strided",
-      [](nb::handle parent_, nb::handle start_, nb::handle stride_, nb::handle size_) {
+      [](nb::handle parent_, nb::handle start_, nb::handle stride_, nb::handle size_, nb::handle heap_) {
         CollectiveArgs a("tdist.team_split_strided");
         int parent = a.i32(parent_, "parent", 0), start = a.i32(start_, "start", 0);
         int stride = a.i32(stride_, "stride", 1), size = a.i32(size_, "size", 1);
+        tdist_team_config_t cfg{uint64_t(a.integer(heap_, "heap_bytes", 0, UINT64_MAX, 0))};
         a.commit();
         tdist_team_t t = TDIST_TEAM_INVALID;
         int st;
         {
           nb::gil_scoped_release nogil;
-          st = tdist_team_split_strided(parent, start, stride, size, &t);
+          st = tdist_team_split_strided_ex(parent, start, stride, size, &cfg, &t);
         }
-        check(st, "tdist_team_split_strided");
+        check(st, "tdist_team_split_strided_ex");
         return t;
       },
-      nb::arg("parent").none(), nb::arg("start").none(), nb::arg("stride").none(), nb::arg("size").none());
+      nb::arg("parent").none(), nb::arg("start").none(), nb::arg("stride").none(), nb::arg("size").none(),
+      nb::arg("heap_bytes").none() = 0);
+  m.def(
+      "team_split_2d",
+      [](nb::handle parent_, nb::handle xrange_, nb::handle xheap_, nb::handle yheap_) {
+        CollectiveArgs a("tdist.team_split_2d");
+        int parent = a.i32(parent_, "parent", 0), xrange = a.i32(xrange_, "xrange", 1);
+        tdist_team_config_t xc{uint64_t(a.integer(xheap_, "x_heap_bytes", 0, UINT64_MAX, 0))};
+        tdist_team_config_t yc{uint64_t(a.integer(yheap_, "y_heap_bytes", 0, UINT64_MAX, 0))};
+        a.commit();
+        tdist_team_t x = TDIST_TEAM_INVALID, y = TDIST_TEAM_INVALID;
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_team_split_2d(parent, xrange, &xc, &x, &yc, &y);
+        }
+        check(st, "tdist_team_split_2d");
+        return nb::make_tuple(x, y);
+      },
+      nb::arg("parent").none(), nb::arg("xrange").none(), nb::arg("x_heap_bytes").none() = 0,
+      nb::arg("y_heap_bytes").none() = 0);
   m.def("team_destroy", [](int t) { check(tdist_team_destroy(t), "tdist_team_destroy"); });
+  m.def("team_world_pes", [](int t) {
+    int start = 0, stride = 0, size = 0;
+    check(tdist_team_world_pes(t, &start, &stride, &size), "tdist_team_world_pes");
+    return nb::make_tuple(start, stride, size);
+  });
+
+  // ---- team collectives (the team's members only) ----
+  // The team handle is converted like every argument; one that is not an int reaches the runtime as
+  // TDIST_TEAM_INVALID, which refuses the call on this PE alone and names the rejection (a PE that
+  // cannot say which team it means cannot take part in that team's collective).
+  m.def(
+      "team_malloc",
+      [](nb::handle team_, nb::handle size) {
+        CollectiveArgs a("tdist.team_malloc");
+        int team = a.i32(team_, "team", TDIST_TEAM_INVALID);
+        size_t n = a.size(size, "size");
+        a.commit();
+        void *p;
+        {
+          nb::gil_scoped_release nogil;
+          p = tdist_team_malloc(team, n);
+        }
+        return check_ptr(p, "tdist_team_malloc");
+      },
+      nb::arg("team").none(), nb::arg("size").none());
+  m.def(
+      "team_align",
+      [](nb::handle team_, nb::handle alignment, nb::handle size) {
+        CollectiveArgs a("tdist.team_align");
+        int team = a.i32(team_, "team", TDIST_TEAM_INVALID);
+        size_t al = a.size(alignment, "alignment"), n = a.size(size, "size");
+        a.commit();
+        void *p;
+        {
+          nb::gil_scoped_release nogil;
+          p = tdist_team_align(team, al, n);
+        }
+        return check_ptr(p, "tdist_team_align");
+      },
+      nb::arg("team").none(), nb::arg("alignment").none(), nb::arg("size").none());
+  m.def(
+      "team_free",
+      [](nb::handle team_, nb::handle ptr) {
+        CollectiveArgs a("tdist.team_free");
+        int team = a.i32(team_, "team", TDIST_TEAM_INVALID);
+        uintptr_t p = a.addr(ptr, "ptr");
+        a.commit();
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_team_free(team, reinterpret_cast<void *>(p));
+        }
+        check(st, "tdist_team_free");
+      },
+      nb::arg("team").none(), nb::arg("ptr").none());
+  m.def("team_heap_free_bytes", [](int t) {
+    tdist_clear_error();
+    size_t n = tdist_team_heap_free_bytes(t);
+    if (n == 0 && tdist_last_error() < 0) raise_status(tdist_last_error(), "tdist_team_heap_free_bytes");
+    return n;
+  });
+  m.def("team_barrier", [](int t) {
+    int st;
+    {
+      nb::gil_scoped_release nogil;
+      st = tdist_team_barrier(t);
+    }
+    check(st, "tdist_team_barrier");
+  });
+  m.def(
+      "team_ctrl_allgather",
+      [](nb::handle team_, nb::handle in) {
+        CollectiveArgs a("tdist.team_ctrl_allgather");
+        int team = a.i32(team_, "team", TDIST_TEAM_INVALID);
+        std::string src = a.bytes(in, "data");
+        a.commit();
+        tdist_clear_error();
+        const int n = tdist_team_n_pes(team);  // a bad team: the call below refuses it
+        if (n < 0) tdist_clear_error();
+        std::string out(static_cast<size_t>(std::max(n, 0)) * src.size(), '\0');
+        int st;
+        {
+          nb::gil_scoped_release nogil;
+          st = tdist_team_ctrl_allgather(team, src.data(), n > 0 ? out.data() : nullptr, src.size());
+        }
+        check(st, "tdist_team_ctrl_allgather");
+        return nb::bytes(out.data(), out.size());
+      },
+      nb::arg("team").none(), nb::arg("data").none());
 
   // ---- NVIDIA host API, resolved at run time ----
   m.def("cuda_available", [] { return cuda_sym<void *>("tdist_cuda_register_module") != nullptr; });
@@ -494,6 +605,10 @@ NB_MODULE(_C, m) {
   m.def("cuda_barrier_all_on_stream", [](uintptr_t stream) {
     auto f = require_cuda_sym<int (*)(void *)>("tdist_cuda_barrier_all_on_stream");
     check(f(reinterpret_cast<void *>(stream)), "tdist_cuda_barrier_all_on_stream");
+  });
+  m.def("cuda_team_barrier_on_stream", [](int team, uintptr_t stream) {
+    auto f = require_cuda_sym<int (*)(int32_t, void *)>("tdist_cuda_team_barrier_on_stream");
+    check(f(team, reinterpret_cast<void *>(stream)), "tdist_cuda_team_barrier_on_stream");
   });
   m.def("cuda_putmem_on_stream", [](uintptr_t dst, uintptr_t src, size_t n, int pe, uintptr_t stream) {
     auto f =
