@@ -443,9 +443,10 @@ TEST(TeamHeaps, EvenAndOddTeamsAllocateSymmetricallyAndMoveData) {
   tdist_team_t even = TDIST_TEAM_INVALID, odd = TDIST_TEAM_INVALID;
   ASSERT_EQ(tdist_team_split_strided_ex(TDIST_TEAM_WORLD, 0, 2, (npes() + 1) / 2, &cfg, &even), TDIST_SUCCESS)
       << last_msg();
-  if (npes() >= 2)
+  if (npes() >= 2) {
     ASSERT_EQ(tdist_team_split_strided_ex(TDIST_TEAM_WORLD, 1, 2, npes() / 2, &cfg, &odd), TDIST_SUCCESS)
         << last_msg();
+  }
   // both heaps come from the world heap on every PE, members or not
   EXPECT_LE(tdist_heap_free_bytes(), world_before - (npes() >= 2 ? 2 : 1) * heap);
   const tdist_team_t mine = me() % 2 ? odd : even, other = me() % 2 ? even : odd;
@@ -641,7 +642,9 @@ TEST(Teams, SplitsOfSplitTeamsCompose) {
   tdist_team_t t = 5;
   EXPECT_EQ(tdist_team_split_strided(TDIST_TEAM_INVALID, 0, 1, 1, &t), TDIST_ERR_INVALID_PARAM);
   EXPECT_TRUE(has(last_msg(), "every PE passed TDIST_TEAM_INVALID")) << last_msg();
-  if (me() % 2 == 0) EXPECT_EQ(tdist_team_destroy(even), TDIST_SUCCESS);
+  if (me() % 2 == 0) {
+    EXPECT_EQ(tdist_team_destroy(even), TDIST_SUCCESS);
+  }
 }
 
 TEST(TeamHeaps, CallMismatchFailsOnEveryMember) {
@@ -769,7 +772,9 @@ TEST(TeamHeaps, NonMembersAndTeamsWithoutHeapsAreRefusedAtOnce) {
   EXPECT_EQ(w.stride, 1);
   EXPECT_EQ(w.size, npes());
   ASSERT_EQ(tdist_ctrl_barrier(), TDIST_SUCCESS);
-  if (me() % 2 == 0) EXPECT_EQ(tdist_team_destroy(even), TDIST_SUCCESS);
+  if (me() % 2 == 0) {
+    EXPECT_EQ(tdist_team_destroy(even), TDIST_SUCCESS);
+  }
 }
 
 TEST(TeamHeaps, DestroyRefusesLiveAllocations) {
@@ -838,19 +843,24 @@ TEST(TeamHeaps, RejectedArgumentFailsTheTeamCallOnEveryMember) {
   ASSERT_EQ(tdist_team_split_strided_ex(TDIST_TEAM_WORLD, 0, 1, npes(), &cfg, &all), TDIST_SUCCESS);
   const size_t before = tdist_team_heap_free_bytes(all);
   auto t0 = std::chrono::steady_clock::now();
-  if (me() == 1) ASSERT_EQ(tdist_collective_reject("tdist.team_malloc: size -1 is negative"), TDIST_SUCCESS);
+  if (me() == 1) {
+    ASSERT_EQ(tdist_collective_reject("tdist.team_malloc: size -1 is negative"), TDIST_SUCCESS);
+  }
   EXPECT_EQ(tdist_team_malloc(all, 4096), nullptr);
   EXPECT_EQ(tdist_last_error(), TDIST_ERR_INVALID_PARAM);
   EXPECT_TRUE(has(last_msg(), "failed on member 1 (PE 1): tdist.team_malloc: size -1 is negative"))
       << last_msg();
   EXPECT_EQ(tdist_team_heap_free_bytes(all), before);
-  if (me() == 0)
+  if (me() == 0) {
     ASSERT_EQ(tdist_collective_reject("tdist.team_ctrl_allgather: data must be bytes"), TDIST_SUCCESS);
+  }
   int64_t v = 1;
   std::vector<int64_t> out(static_cast<size_t>(npes()));
   EXPECT_EQ(tdist_team_ctrl_allgather(all, &v, out.data(), sizeof v), TDIST_ERR_INVALID_PARAM);
   EXPECT_TRUE(has(last_msg(), "failed on member 0 (PE 0): tdist.team_ctrl_allgather")) << last_msg();
-  if (me() == npes() - 1) ASSERT_EQ(tdist_collective_reject("tdist.team_split_2d: xrange"), TDIST_SUCCESS);
+  if (me() == npes() - 1) {
+    ASSERT_EQ(tdist_collective_reject("tdist.team_split_2d: xrange"), TDIST_SUCCESS);
+  }
   tdist_team_t x = 5, y = 5;
   EXPECT_EQ(tdist_team_split_2d(TDIST_TEAM_WORLD, 1, &cfg, &x, nullptr, &y), TDIST_ERR_INVALID_PARAM);
   EXPECT_EQ(x, TDIST_TEAM_INVALID);
