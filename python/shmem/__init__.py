@@ -174,6 +174,7 @@ def _on_finalize():
     global _torch_group, _world_size, _world_team
     _torch_group, _world_size, _world_team = None, 0, None
     _group_teams.clear()
+    _teams.clear()
 
 
 def aclshmem_finalize():
@@ -556,6 +557,7 @@ class Team:
 
 _world_team = None
 _group_teams = {}  # id(torch group) -> (group, Team): the groups of new_group / new_subgroups
+_teams = {}  # runtime handle -> Team, every team this PE is a member of (new_team, new_subteams)
 
 
 def team_world():
@@ -603,7 +605,9 @@ def _make_team(handle, heap_bytes):
     if handle == tdist.TEAM_INVALID:
         return None
     start, stride, size = tdist.team_world_pes(handle)
-    return Team(handle, start, stride, size, tdist.team_my_pe(handle), heap_bytes)
+    team = Team(handle, start, stride, size, tdist.team_my_pe(handle), heap_bytes)
+    _teams[handle] = team
+    return team
 
 
 def new_team(ranks, heap_bytes=None):

@@ -138,18 +138,15 @@ def _team_of_group(what, group):
     except Exception as e:  # noqa: BLE001 - re-raised with the op's name
         raise KernelArgError(f"{what}: group=: {e}") from None
     _GROUPS_OK[id(group)] = (group, team)
-    _TEAMS[team.handle] = team
     return team
-
-
-_TEAMS = {}  # runtime team handle -> shmem.Team, for the custom ops (which take the handle)
 
 
 def _team_by_handle(what, handle):
     """The ``shmem.Team`` of a handle a custom op was traced with (0: the world -> None)."""
     if handle == 0:
         return None
-    team = _TEAMS.get(handle)
+    import shmem
+    team = shmem._teams.get(handle)
     if team is None:
         raise KernelArgError(f"{what}: team {handle} of this graph is not a team of this job (its group was not "
                              "given to an eager call of this process)")
@@ -161,10 +158,23 @@ def _team_handle(what, group):
     by identity, which torch.compile's tracer follows, before the resolution of a new group."""
     if group is None:
         return 0
+    team = _known_team(group)
+    return team.handle if team is not None else _team_of_group(what, group).handle
+
+
+def _known_team(group):
+    """The team of a group resolved before or made by ``shmem.new_group`` / ``new_subgroups`` (a search
+    by identity, which torch.compile's tracer follows), else None."""
+    import shmem
     for g, team in _GROUPS_OK.values():
         if g is group:
-            return team.handle
-    return _team_of_group(what, group).handle
+            return team
+    for g, team in shmem._group_teams.values():
+        if g is group:
+            return team
+    if isinstance(group, shmem.Team):
+        return group
+    return None
 
 
 def _run_over(team, fn, args, kwargs):
@@ -207,9 +217,10 @@ def _torch_op(name):
         @functools.wraps(fn)
         def op(*args, group=None, **kwargs):
             if _compiling():
-                if group is not None and not any(group is g for g, _ in _GROUPS_OK.values()):
-                    raise KernelArgError(f"{name}: under torch.compile, group= must be a group an eager call "
-                                         "has used already, or None (tdist's world)")
+                if group is not None and _known_team(group) is None:
+                    raise KernelArgError(f"{name}: under torch.compile, group= must be a group of shmem.new_group / "
+                                         "new_subgroups, a shmem.Team, a group an eager call has used already, or "
+                                         "None (tdist's world)")
                 return _torch_ops.CALLS[name](*args, team=_team_handle(name, group), **kwargs)
             if _torch_ops is not None and _routed(args, kwargs):
                 return _torch_ops.CALLS[name](*args, team=_team_handle(name, group), **kwargs)

@@ -38,6 +38,20 @@ def test_every_kernel_on_cpu_ranks(n):
     assert sum(ln.startswith(f"{len(w.OPS)} ops, 0 failures") for ln in lines) == n, r.stdout
 
 
+@pytest.mark.parametrize("n,teams", [(4, 2), (3, 3)])
+def test_every_kernel_over_teams_on_cpu_ranks(n, teams):
+    """The same worker with --teams: the PEs split into strided teams (each with its own team heap),
+    every team running every kernel at once over its own members (what group= on the ops runs on):
+    team allocations, team barriers, and the kernels' team PE map (pe0, pes)."""
+    import cpu_kernels_worker as w
+    r = _run(n, REPO / "tests" / "ascend" / "cpu_kernels_worker.py", "--teams", str(teams))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [ln.split("] ", 1)[-1] for ln in r.stdout.splitlines()]
+    for op in w.OPS:
+        assert sum(ln == f"PASS {op}" for ln in lines) == n, (op, r.stdout)
+    assert sum(ln.startswith(f"{len(w.OPS)} ops, 0 failures") for ln in lines) == n, r.stdout
+
+
 def test_bad_launches_are_named_errors():
     """tests/ascend/cpu_launch_errors.py: a non-contiguous array, a missing argument or constexpr
     and a grid over the CPU limit each fail with an error that names them."""

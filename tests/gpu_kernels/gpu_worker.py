@@ -345,6 +345,112 @@ def scenario_errors(me, W):
         check("all_reduce rejects int32", "supported: float16, bfloat16, float32" in str(e))
 
 
+TEAM_HEAP = 64 << 20
+
+
+def scenario_teams(seed, me, W):
+    """group=: every op over a team instead of the world (docs/CONTRACT.md section 8): the strided
+    teams of the even and of the odd PEs, then (from 4 ranks) the consecutive halves. The teams run at
+    once, each on its own (a late member in one team only); a member's input is drawn from its world
+    PE, so data that crossed into another team would be caught."""
+    if W % 2:
+        check("teams: skipped (an odd rank count)", True)
+        return
+    team = None
+    for i in (0, 1):  # collective over every PE: one split per team
+        team = ash.new_team(list(range(i, W, 2)), heap_bytes=TEAM_HEAP) or team
+    teams = [("strided", team)]
+    if W >= 4:
+        teams.append(("halves", ash.new_subteams(W // 2, heap_bytes=TEAM_HEAP)))
+    for kind, t in teams:
+        _team_ops(seed, kind, t)
+
+
+def _team_ops(seed, kind, t):
+    n, r, pe = t.size, t.rank, t.pe
+    name = f"team {kind} {t.pes()}"
+    late = t.start == 0 and r == 0  # one member of one team starts late
+
+    def delay():
+        if late:
+            torch.cuda._sleep(LATE_CYCLES)
+
+    S, H, D, dt = 37, 3, 100, torch.bfloat16
+    tag = "team-a2a"
+    a = gen(seed, pe(r), tag, (S * n, H, D), dt).cuda()
+    ref = torch.cat([gen(seed, pe(q), tag, (S * n, H, D), dt)[r * S:(r + 1) * S] for q in range(n)], dim=1)
+    sym = ash.aclshmem_create_tensor([S, H * n, D], dt, team=t)  # collective over the team only
+    for variant in ("pipeline", "bulk", "wait_notify", "direct"):
+        ok = True
+        for it in range(2):
+            out = sym if variant == "direct" else poisoned((S, H * n, D), dt)
+            out.fill_(float("nan"))
+            delay()
+            ops.reverse_all_to_all(a, variant=variant, out=out, group=t)
+            torch.cuda.synchronize()
+            ok &= torch.equal(out.cpu(), ref)
+        check(f"{name} reverse_a2a {variant}", ok)
+    ash.aclshmem_free_tensor(sym)
+    x = gen(seed, pe(r), tag + "d", (S, H * n, D), dt).cuda()
+    refd = torch.cat([gen(seed, pe(q), tag + "d", (S, H * n, D), dt)[:, r * H:(r + 1) * H] for q in range(n)], dim=0)
+    symd = ash.aclshmem_create_tensor([S * n, H, D], dt, team=t)
+    for variant in ("staged", "direct"):
+        out = symd if variant == "direct" else poisoned((S * n, H, D), dt)
+        out.fill_(float("nan"))
+        ops.dispatch_all_to_all(x, out=out, variant=variant, group=t)
+        torch.cuda.synchronize()
+        check(f"{name} dispatch_a2a {variant}", torch.equal(out.cpu(), refd))
+    ash.aclshmem_free_tensor(symd)
+    for N in (1 << 16, 12345):
+        tag = f"team-ar-{N}"
+        xa = gen(seed, pe(r), tag, (N,), torch.float32).cuda()
+        refa = sum(gen(seed, pe(q), tag, (N,), torch.float32).double() for q in range(n))
+        for variant in ops.ALLREDUCE_VARIANTS + ("auto",):
+            e = 0.0
+            for it in range(3 if variant in ("one_shot_ll", "auto") else 1):
+                out = poisoned((N,), torch.float32)
+                delay()
+                ops.all_reduce(xa, variant=variant, out=out, group=t)
+                torch.cuda.synchronize()
+                e = max(e, rel_err(out, refa))
+            check(f"{name} all_reduce {variant} N={N}", e <= AR_TOL[torch.float32], f"rel_err={e:.2e}")
+        y = ops.all_reduce(xa, group=t)  # the eager plan of a team: a second call takes it
+        y2 = ops.all_reduce(xa, group=t)
+        torch.cuda.synchronize()
+        check(f"{name} all_reduce eager plan N={N}", rel_err(y, refa) <= AR_TOL[torch.float32]
+              and torch.equal(y, y2))
+    M, K, N = 100, 72, 130
+    tag = "team-ag"
+    a = gen(seed, pe(r), tag, (M, K), dt).cuda()
+    b = gen(seed, 99, tag + "b", (K, N), dt).cuda()
+    refg = torch.cat([gen(seed, pe(q), tag, (M, K), dt) for q in range(n)]).double() @ b.cpu().double()
+    for impl in ("cublas", "cublas_whole", "triton"):
+        e = 0.0
+        for it in range(2):
+            out = poisoned((n * M, N), dt)
+            delay()
+            ops.ag_gemm(a, b, out=out, impl=impl, group=t)
+            torch.cuda.synchronize()
+            e = max(e, rel_err(out, refg))
+        check(f"{name} ag_gemm {impl}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+    Mr = M * n
+    tag = "team-rs"
+    a = gen(seed, pe(r), tag, (Mr, K), dt).cuda()
+    b = gen(seed, pe(r), tag + "b", (K, N), dt).cuda()
+    full = sum(gen(seed, pe(q), tag, (Mr, K), dt).double() @ gen(seed, pe(q), tag + "b", (K, N), dt).double()
+               for q in range(n))
+    for impl in ("cublas", "cublas_ce", "cublas_whole", "triton"):
+        e = 0.0
+        for it in range(2):
+            out = poisoned((M, N), dt)
+            delay()
+            ops.gemm_rs(a, b, out=out, impl=impl, group=t)
+            torch.cuda.synchronize()
+            e = max(e, rel_err(out, full[r * M:(r + 1) * M]))
+        check(f"{name} gemm_rs {impl}", e <= GEMM_TOL[dt], f"rel_err={e:.2e}")
+    ash.team_barrier(t)
+
+
 def main():
     t_start = time.monotonic()
     me, W = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -360,7 +466,8 @@ def main():
                      ("allreduce", lambda: scenario_allreduce(seed, me, W)),
                      ("ll", lambda: scenario_ll(seed, me, W)),
                      ("gemm", lambda: scenario_gemm(seed, me, W)),
-                     ("errors", lambda: scenario_errors(me, W))):
+                     ("errors", lambda: scenario_errors(me, W)),
+                     ("teams", lambda: scenario_teams(seed, me, W))):
         if only and name not in only.split(","):
             continue
         t0 = time.monotonic()

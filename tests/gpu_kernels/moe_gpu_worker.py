@@ -167,6 +167,53 @@ def scenario_modes(seed, me, W):
     one_case(seed, me, W, "high_throughput", torch.bfloat16, 8 * W, 7168 // 4, 8, 64, "random", 2)
 
 
+def scenario_teams(seed, me, W):
+    """Expert parallelism over a team (docs/CONTRACT.md section 8): the even and the odd PEs each
+    spread their experts over their own members, at once; a buffer made under the team (what
+    ``moe_dispatch(..., group=team)`` does) allocates in the team's heap and its kernels name the
+    members' world PEs. The seed differs per team, so rows that crossed teams would be caught; then
+    the public path with group=."""
+    from tdist_kernels._resources import RESOURCES
+    if W % 2:
+        check("teams: skipped (an odd rank count)", True)
+        return
+    team = None
+    for i in (0, 1):
+        team = ash.new_team(list(range(i, W, 2)), heap_bytes=256 << 20) or team
+    n, r = team.size, team.rank
+    tseed = seed + 7919 * (team.start + 1)
+    prev = RESOURCES.enter(team)
+    try:
+        for mode in ("high_throughput", "low_latency"):
+            one_case(tseed, r, n, mode, torch.bfloat16, 4 * n, 256, 2, 37, "random", 2,
+                     **({"chunk_tokens": 5, "slices": 2} if mode == "high_throughput" else {}))
+    finally:
+        RESOURCES.leave(prev)
+    E, H, K, T = 4 * n, 128, 2, 16
+    g = gen(tseed, r, "team-ops")
+    x = torch.randn(T, H, generator=g).to(torch.bfloat16).cuda()
+    idx = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(T)]).cuda()
+    w = (torch.rand(T, K, generator=g) + 0.01).cuda()
+    recv, counts, h = ops.moe_dispatch(x, idx, w, E, T, group=team)
+    out = ops.moe_combine(recv, h)  # identity experts: the token times its weights' sum
+    torch.cuda.synchronize()
+    want = (x.float() * w.sum(1, keepdim=True)).to(torch.bfloat16)
+    total = torch.tensor([int(counts.sum())], device="cuda")
+    sent = sum(len({e // (E // n) for e in row.tolist()}) for row in idx.cpu())  # a token goes once per rank
+    got = [int.from_bytes(b, "little") for b in ash.team_allgather(team, int(total).to_bytes(4, "little"))]
+    sents = [int.from_bytes(b, "little") for b in ash.team_allgather(team, sent.to_bytes(4, "little"))]
+    check(f"moe_dispatch group={team.pes()}: rows received in the team = rows sent", sum(got) == sum(sents),
+          f"{got} {sents}")
+    check(f"moe_combine group={team.pes()}: identity experts give x * sum(w)",
+          rel_err_bf16(out, want) <= 1e-2, f"{rel_err_bf16(out, want):.2e}")
+    ash.team_barrier(team)
+
+
+def rel_err_bf16(x, ref):
+    x, ref = x.double().cpu(), ref.double().cpu()
+    return float((x - ref).norm() / max(ref.norm(), 1e-30))
+
+
 def scenario_graph(seed, me, W):
     """Low latency in a CUDA graph: replays with refilled inputs, each exact."""
     E, H, K, T = 2 * W, 128, 2, 16
@@ -308,7 +355,7 @@ def main():
     print(f"rank {me}/{W}: seed {seed}", flush=True)
     only = os.environ.get("TDIST_KERNELS_ONLY", "")
     for name, fn in (("modes", scenario_modes), ("graph", scenario_graph), ("errors", scenario_errors),
-                     ("autograd", scenario_autograd), ("fp8", scenario_fp8)):
+                     ("autograd", scenario_autograd), ("fp8", scenario_fp8), ("teams", scenario_teams)):
         if only and name not in only.split(","):
             continue
         t0 = time.monotonic()

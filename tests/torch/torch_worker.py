@@ -49,8 +49,8 @@ def main():
         shmem.barrier_all()
         check("a store through the peer mapping", (buf == (me - 1) % W).all(), repr(buf))
         shmem.aclshmem_free_tensor(buf)
-        scenario_group(me, W)
-        scenario_trace(me, W)
+        mine = scenario_group(me, W)
+        scenario_trace(me, W, mine)
         tdist.ctrl_barrier()
         shmem.aclshmem_finalize()
         check("finalize clears torch_group()", shmem.torch_group() is None)
@@ -78,23 +78,61 @@ def main():
 
 
 def scenario_group(me, W):
-    """group=: tdist's world (the init group, or any group of all ranks) is accepted; a subgroup or a
-    non-group is refused before anything runs, naming the ranks."""
+    """group=: tdist's world (the init group, or any group of all ranks) is the world team; a group
+    made with shmem.new_group / new_subgroups has its own team (strided PEs, its own heap, collectives
+    among its members only); a torch-only subgroup, a non-member and a non-group are refused before
+    anything runs, naming what to do. Returns this rank's subgroup (from new_subgroups)."""
     from tdist_kernels import ops
-    ops._check_group("all_reduce", dist.group.WORLD)
-    ops._check_group("all_reduce", dist.new_group(ranks=list(range(W))))
-    check("group= accepts tdist's world", True)
-    sub = dist.new_group(ranks=[0])
-    sub_says = "ranks [0]" if me == 0 else "not a member of group="
-    for g, what, pattern in ((sub, "a subgroup", sub_says), ("world", "a string", "must be a torch.distributed")):
+    check("group= takes tdist's world group as the world team",
+          ops._team_of_group("all_reduce", dist.group.WORLD).is_world
+          and ops._team_of_group("all_reduce", dist.new_group(ranks=list(range(W)))).is_world)
+    # a strided group: ranks 0, 2, ...; the others run on meanwhile (a world collective below)
+    ranks = list(range(0, W, 2))
+    g = shmem.new_group(ranks, heap_bytes=1 << 20)
+    if me in ranks:
+        t = shmem.team_of(g)
+        check("new_group: the team's PEs and this rank's index", t.pes() == ranks and t.rank == ranks.index(me),
+              repr(t))
+        check("group= resolves to the group's team", ops._team_of_group("all_reduce", g) is t)
+        buf = shmem.aclshmem_create_tensor([4], "int32", team=t)  # collective over the members only
+        buf[:] = -1
+        shmem.team_barrier(t)
+        import ctypes
+        peer = tdist.ptr(buf.ctypes.data, t.pe((t.rank + 1) % t.size))
+        for i in range(4):
+            ctypes.c_int32.from_address(peer + 4 * i).value = me
+        shmem.team_barrier(t)
+        check("a store into the next member's team buffer", (buf == ranks[(t.rank - 1) % t.size]).all(), repr(buf))
+        got = shmem.team_allgather(t, bytes([me]))
+        check("team_allgather: the members' bytes in member order", got == [bytes([r]) for r in ranks], repr(got))
+        shmem.aclshmem_free_tensor(buf)
+    else:
+        check("new_group: a non-member gets NON_GROUP_MEMBER", g is dist.GroupMember.NON_GROUP_MEMBER)
         try:
             ops.all_reduce(torch.ones(4), group=g)
+            check("group= refuses a non-member", False, "no error")
+        except ops.KernelArgError as e:
+            check("group= refuses a non-member", "not a member" in str(e) and "all_reduce" in str(e), str(e))
+    gs = 1 if W % 2 else 2
+    mine, groups = shmem.new_subgroups(gs, heap_bytes=1 << 20)
+    t = shmem.team_of(mine)
+    first = me // gs * gs
+    check("new_subgroups: consecutive teams of group_size", t.pes() == list(range(first, first + gs))
+          and len(groups) == W // gs, repr(t))
+    sub = dist.new_group(ranks=[0])  # torch's own call: no tdist team
+    cases = [("world", "a string", "must be a torch.distributed ProcessGroup or a shmem.Team")]
+    cases.append((sub, "a torch-only subgroup", "shmem.new_group") if me == 0 else
+                 (sub, "a non-member of a torch-only subgroup", "not a member"))
+    for grp, what, pattern in cases:
+        try:
+            ops.all_reduce(torch.ones(4), group=grp)
             check(f"group= refuses {what}", False, "no error")
         except ops.KernelArgError as e:
             check(f"group= refuses {what}", pattern in str(e) and "all_reduce" in str(e), str(e))
+    return mine
 
 
-def scenario_trace(me, W):
+def scenario_trace(me, W, mine):
     """torch.compile(fullgraph=True) traces a function using the ops into one graph whose tdist calls
     are the torch.library custom ops, with the output shapes of their fake implementations. The
     graph is only captured here (the ops run on the CUDA backend; test_gpu runs the compiled model)."""
@@ -116,7 +154,8 @@ def scenario_trace(me, W):
         ops.all_reduce(r, out=o)
         z = ops.reverse_all_to_all(a)
         back = ops.dispatch_all_to_all(z)
-        return o + 1.0, z, back
+        q = ops.reverse_all_to_all(a, group=mine)  # over this rank's subgroup (its team's handle)
+        return o + 1.0, z, back, q
 
     M, K, N = 8, 16, 32
     x, w1, w2 = torch.randn(M, K), torch.randn(K, N), torch.randn(N, K)
@@ -133,13 +172,21 @@ def scenario_trace(me, W):
     gm = graphs[0]
     targets = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
     want = ["tdist.ag_gemm.default", "tdist.gemm_rs.default", "tdist.all_reduce.default",
-            "tdist.all_reduce_out.default", "tdist.reverse_all_to_all.default", "tdist.dispatch_all_to_all.default"]
+            "tdist.all_reduce_out.default", "tdist.reverse_all_to_all.default", "tdist.dispatch_all_to_all.default",
+            "tdist.reverse_all_to_all.default"]
     got = [t for t in targets if t.startswith("tdist.")]
     check("torch.compile(fullgraph=True): one graph, every op a tdist custom op", got == want and len(graphs) == 1,
           f"{got}")
-    shapes = {str(n.target): tuple(n.meta["example_value"].shape) for n in gm.graph.nodes
-              if n.op == "call_function" and str(n.target).startswith("tdist.")
-              and n.meta.get("example_value") is not None}
+    shapes = {}  # the first node of each op (the second reverse_all_to_all is the subgroup's, checked below)
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and str(n.target).startswith("tdist.") and n.meta.get("example_value") is not None:
+            shapes.setdefault(str(n.target), tuple(n.meta["example_value"].shape))
+    a2a = [n for n in gm.graph.nodes if str(n.target) == "tdist.reverse_all_to_all.default"]
+    team = shmem.team_of(mine)
+    check("group= traces as the team's handle and size", len(a2a) == 2 and a2a[0].args[1:3] == (0, W)
+          and a2a[1].args[1:3] == (team.handle, team.size)
+          and tuple(a2a[1].meta["example_value"].shape) == (3 * W // team.size, 2 * team.size, 4),
+          repr([n.args[1:3] for n in a2a]))
     check("fake implementations give the ops' output shapes",
           shapes.get("tdist.ag_gemm.default") == (W * M, N) and shapes.get("tdist.gemm_rs.default") == (M, K)
           and shapes.get("tdist.reverse_all_to_all.default") == (3, 2 * W, 4)
