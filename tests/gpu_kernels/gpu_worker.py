@@ -229,7 +229,7 @@ def scenario_ll(seed, me, W):
             torch.cuda.synchronize()
             same = same_on_all_ranks(y)
             ok &= torch.equal(y, refs[k]) and same
-        planned = ("all_reduce", ins[0].shape, dt, ins[0].get_device(), "one_shot_ll") in RESOURCES.plans
+        planned = ("all_reduce", ins[0].shape, dt, ins[0].get_device(), "one_shot_ll", None) in RESOURCES.plans
         even = N * ins[0].element_size() % 4 == 0
         check(f"all_reduce one_shot_ll N={N} {dt}: eager calls without out= == one_shot bitwise, plan cached "
               f"exactly when the size is whole words ({planned})", ok and planned == even)

@@ -199,10 +199,10 @@ def scenario_teams(seed, me, W):
     torch.cuda.synchronize()
     want = (x.float() * w.sum(1, keepdim=True)).to(torch.bfloat16)
     total = torch.tensor([int(counts.sum())], device="cuda")
-    sent = sum(len({e // (E // n) for e in row.tolist()}) for row in idx.cpu())  # a token goes once per rank
+    sent = int((idx >= 0).sum())  # the rows grouped by local expert: one per (token, expert) pair
     got = [int.from_bytes(b, "little") for b in ash.team_allgather(team, int(total).to_bytes(4, "little"))]
     sents = [int.from_bytes(b, "little") for b in ash.team_allgather(team, sent.to_bytes(4, "little"))]
-    check(f"moe_dispatch group={team.pes()}: rows received in the team = rows sent", sum(got) == sum(sents),
+    check(f"moe_dispatch group={team.pes()}: rows received in the team = pairs routed", sum(got) == sum(sents),
           f"{got} {sents}")
     check(f"moe_combine group={team.pes()}: identity experts give x * sum(w)",
           rel_err_bf16(out, want) <= 1e-2, f"{rel_err_bf16(out, want):.2e}")

@@ -10,7 +10,9 @@ tdist starts from the torch job (``shmem.init_from_torch``); then, on every rank
 * autograd through the ops: the gradient of the all-reduce is the all-reduce of the gradients, the
   gradient of the reverse all-to-all is the dispatch of the output's gradient, both compared exactly
   against references built from every rank's seeded tensors;
-* group= with torch's world group.
+* group= with torch's world group, and the same block compiled over each half of the ranks
+  (``shmem.new_subgroups``: its own team, traced as the team's handle), checked against a reference
+  over that half's ranks only.
 
 Prints ``ok``/``FAIL`` lines and ``rank R: N failure(s)``; exit status 1 if any failed.
 """
@@ -46,40 +48,49 @@ class Block(torch.nn.Module):
     """x (M, H) on every rank -> all_reduce(gemm_rs(relu(ag_gemm(x, w1)), w2)) + x: w1 (H, F) and w2
     (F, H) are this rank's shards of a tensor-parallel MLP over the gathered rows."""
 
-    def __init__(self, w1, w2):
+    def __init__(self, w1, w2, group=None):
         super().__init__()
-        self.w1, self.w2 = w1, w2
+        self.w1, self.w2, self.group = w1, w2, group
 
     def forward(self, x):
-        h = ops.ag_gemm(x, self.w1)
-        y = ops.gemm_rs(torch.relu(h), self.w2)
-        return ops.all_reduce(y, group=dist.group.WORLD) + x
+        if self.group is None:
+            h = ops.ag_gemm(x, self.w1)
+            y = ops.gemm_rs(torch.relu(h), self.w2)
+            return ops.all_reduce(y, group=dist.group.WORLD) + x
+        h = ops.ag_gemm(x, self.w1, group=self.group)
+        y = ops.gemm_rs(torch.relu(h), self.w2, group=self.group)
+        return ops.all_reduce(y, group=self.group) + x
 
 
-def scenario_compile(seed, me, W):
+def scenario_compile(seed, me, W, group=None, members=None):
+    """The block eager and compiled, over the world or over ``group`` (whose world ranks are
+    ``members``, this rank among them)."""
+    members = list(range(W)) if members is None else members
+    n, i = len(members), members.index(me)
+    what = "" if group is None else f" over group {members}"
     M, H, F = 64, 256, 512
     dt = torch.bfloat16
-    xs = [seeded(seed, r, "x", (M, H), dt) for r in range(W)]
-    w1s = [seeded(seed, r, "w1", (H, F), dt, 0.05) for r in range(W)]
-    w2s = [seeded(seed, r, "w2", (F, H), dt, 0.05) for r in range(W)]
-    block = Block(w1s[me].cuda(), w2s[me].cuda())
-    x = xs[me].cuda()
+    xs = [seeded(seed, r, "x", (M, H), dt) for r in members]
+    w1s = [seeded(seed, r, "w1", (H, F), dt, 0.05) for r in members]
+    w2s = [seeded(seed, r, "w2", (F, H), dt, 0.05) for r in members]
+    block = Block(w1s[i].cuda(), w2s[i].cuda(), group)
+    x = xs[i].cuda()
     eager = block(x)
     compiled = torch.compile(block, fullgraph=True)
     got = compiled(x)
     again = compiled(x)
     torch.cuda.synchronize()
-    check("torch.compile(fullgraph=True) of the block == eager, bit for bit",
+    check(f"torch.compile(fullgraph=True) of the block{what} == eager, bit for bit",
           torch.equal(got, eager) and torch.equal(again, eager),
           f"max diff {(got.float() - eager.float()).abs().max().item():.3e}")
-    # reference: the gathered rows through every rank's shards, in fp32
+    # reference: the gathered rows through every member's shards, in fp32
     xa = torch.cat([t.float() for t in xs])
-    parts = [torch.relu((xa @ w1s[r].float()).to(dt).float()) @ w2s[r].float() for r in range(W)]
-    # gemm_rs gives rank r rows [r * M, (r + 1) * M) of the sum over ranks; all_reduce sums those
-    blocks = [sum(parts)[r * M:(r + 1) * M] for r in range(W)]
-    ref = sum(blocks) + xs[me].float()
+    parts = [torch.relu((xa @ w1s[q].float()).to(dt).float()) @ w2s[q].float() for q in range(n)]
+    # gemm_rs gives member q rows [q * M, (q + 1) * M) of the sum over members; all_reduce sums those
+    blocks = [sum(parts)[q * M:(q + 1) * M] for q in range(n)]
+    ref = sum(blocks) + xs[i].float()
     err = ((eager.float().cpu() - ref).abs().max() / ref.abs().max()).item()
-    check("the block matches the torch reference", err < 3e-2, f"rel err {err:.3e}")
+    check(f"the block{what} matches the torch reference", err < 3e-2, f"rel err {err:.3e}")
 
 
 def scenario_autograd(seed, me, W):
@@ -115,6 +126,10 @@ def main():
         seed = int.from_bytes(tdist.ctrl_broadcast(os.urandom(4), 0), "little")
         scenario_compile(seed, me, W)
         scenario_autograd(seed, me, W)
+        if W >= 4 and W % 2 == 0:
+            half, _ = shmem.new_subgroups(W // 2)
+            first = me // (W // 2) * (W // 2)
+            scenario_compile(seed, me, W, half, list(range(first, first + W // 2)))
         ops.release()
         shmem.aclshmem_finalize()
     except Exception:
