@@ -50,9 +50,9 @@ def rows(text, impl, wanted=None):
     return got
 
 
-def run_tdist(hosts, layout, build, kernel, byte_list, iters):
+def run_tdist(hosts, layout, build, kernel, byte_list, iters, extra=()):
     cmd = [str(build / "benchmarks" / "cpu" / "tdist-bench-cpu"), "--kernel", kernel, "--dtype", "f32", "--bytes",
-           ",".join(map(str, byte_list)), "--iters", str(iters)]
+           ",".join(map(str, byte_list)), "--iters", str(iters), *extra]
     env = dict(os.environ, UCX_TLS="tcp,self")
     env.pop("TDIST_ROCE_PEERS", None)
     rcs, outs = nh.wait_all(hosts.launch(layout, cmd, env), 900)
@@ -85,6 +85,7 @@ def main():
     ap.add_argument("--kernels", default="a2a_direct,a2a_wait_notify")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--tdist-args", default="", help="more tdist-bench-cpu arguments, e.g. \"--grid 4 --block-s 256\"")
     a = ap.parse_args()
     why = nh.why_not()
     if why:
@@ -105,7 +106,7 @@ def main():
             for b, t in run_mpi(hosts, layout, build, byte_list, a.iters, str(agent)).items():
                 mpi_t[b].append(t)
             for k in kernels:
-                for key, t in run_tdist(hosts, layout, build, k, byte_list, a.iters).items():
+                for key, t in run_tdist(hosts, layout, build, k, byte_list, a.iters, a.tdist_args.split()).items():
                     tdist_t[key].append(t)
             print(f"repeat {rep + 1} of {a.repeats} done", file=sys.stderr, flush=True)
     print(f"all-to-all, f32, {a.hosts} hosts x {a.ranks_per_host} ranks (network namespaces, TCP), "
