@@ -83,7 +83,7 @@ def main():
                                         ([_ar.ll_buffer_words(W, nw) + grid * 8], torch.int64))
         xi, oi, ep = xf.view(torch.int32), o.view(torch.int32), area[_ar.ll_buffer_words(W, nw):]
         kern = _ar.allreduce_ll_kernel[(grid,)]
-        lfn = lambda: kern(xi, area, oi, ep, me, W, nw, KIND=_ar.LL_KIND[dt], BLOCK=block,  # noqa: E731
+        lfn = lambda: kern(xi, area, oi, ep, me, W, 0, 1, nw, KIND=_ar.LL_KIND[dt], BLOCK=block,  # noqa: E731
                            WP=_ar.pow2(W), num_warps=warps)
         rows["launch"] = [per_call(lfn, args.calls) for _ in range(args.runs)]
         ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

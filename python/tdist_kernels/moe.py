@@ -831,8 +831,13 @@ class MoeBuffer:
             # tokens (235 MB at W = 8, H = 7168 bf16).
             self.chunk = chunk_tokens or max(1, min(256, (4 << 20) // (self.d_hidden * es)))
             self.nbuf = buffer_num
-            # senders and receivers (2 S programs) wait on each other: all must be co-resident
-            self.S = slices or max(1, min(32, cdiv(hidden, 256), resident_grid(RESOURCES.sm_budget(), 4) // 2))
+            # senders and receivers (2 S programs) wait on each other: all must be co-resident. A slice
+            # moves whole column tiles, one per slice where they fit: the dispatch's tiles (fp8: 29
+            # tiles of 64 words at H = 7168) or the combine's (28 of 256 columns), whichever are more.
+            # With 28 slices the fp8 dispatch gave two tiles to each of 15 slices and took 2.66 ms;
+            # with 29, one each, 1.41 ms (bf16: 1.36 ms; 2 ranks on one H200, benchmarks/NOTES.md).
+            tiles = max(cdiv(hidden, 256), cdiv(self.d_hidden, self._dispatch_block_h()))
+            self.S = slices or max(1, min(32, tiles, resident_grid(RESOURCES.sm_budget(), 4) // 2))
             if self.nbuf < 2 or self.chunk < 1 or self.S < 1:
                 raise KernelArgError(f"{what}: buffer_num >= 2, chunk_tokens >= 1 and slices >= 1 are required")
             self.recv_rows = self.max_recv_rows
@@ -913,7 +918,7 @@ class MoeBuffer:
         """Columns per tile of the high-throughput dispatch. Each slice owns whole tiles, so with the
         packed fp8 rows (about a quarter of the words of bf16 rows: 1848 at H = 7168) 256-word tiles
         would leave most of the slices idle (8 of 28 at that shape, measured 23 % slower than bf16);
-        64-word tiles keep 15 of them busy."""
+        with 64-word tiles the slices are as many as the tiles (29 at that shape, see ``S``)."""
         return 64 if self.fp8 else min(256, pow2(self.d_hidden))
 
     def _ht_combine(self, y, h, h_w):
