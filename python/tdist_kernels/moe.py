@@ -773,6 +773,18 @@ class MoeHandle:
 _made = [0]
 
 
+def ht_slices(hidden, dispatch_words, dispatch_block, resident):
+    """Column slices of the high-throughput kernels. A slice moves whole column tiles, and a chunk
+    waits for its slowest slice, so the slices are as many as the tiles where they fit: the
+    dispatch's (``dispatch_words`` per row in tiles of ``dispatch_block``; fp8 at H = 7168: 29 of 64
+    words) or the combine's (``hidden`` in tiles of 256 columns: 28), whichever are more, at most 32
+    and at most ``resident`` (senders and receivers must all be co-resident). With 28 slices the
+    fp8 dispatch gave two tiles to each of 15 slices and took 2.66 ms; with 29, one each, 1.41 ms
+    (bf16: 1.36 ms; 2 ranks on one H200, benchmarks/NOTES.md)."""
+    tiles = max(cdiv(hidden, 256), cdiv(dispatch_words, dispatch_block))
+    return max(1, min(32, tiles, resident))
+
+
 def buffer_for(num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", **options):
     """The ``MoeBuffer`` of this configuration, made at its first use and kept in the resources
     (``ops.release()`` frees it)."""
@@ -831,13 +843,9 @@ class MoeBuffer:
             # tokens (235 MB at W = 8, H = 7168 bf16).
             self.chunk = chunk_tokens or max(1, min(256, (4 << 20) // (self.d_hidden * es)))
             self.nbuf = buffer_num
-            # senders and receivers (2 S programs) wait on each other: all must be co-resident. A slice
-            # moves whole column tiles, one per slice where they fit: the dispatch's tiles (fp8: 29
-            # tiles of 64 words at H = 7168) or the combine's (28 of 256 columns), whichever are more.
-            # With 28 slices the fp8 dispatch gave two tiles to each of 15 slices and took 2.66 ms;
-            # with 29, one each, 1.41 ms (bf16: 1.36 ms; 2 ranks on one H200, benchmarks/NOTES.md).
-            tiles = max(cdiv(hidden, 256), cdiv(self.d_hidden, self._dispatch_block_h()))
-            self.S = slices or max(1, min(32, tiles, resident_grid(RESOURCES.sm_budget(), 4) // 2))
+            # senders and receivers (2 S programs) wait on each other: all must be co-resident
+            self.S = slices or ht_slices(hidden, self.d_hidden, self._dispatch_block_h(),
+                                         resident_grid(RESOURCES.sm_budget(), 4) // 2)
             if self.nbuf < 2 or self.chunk < 1 or self.S < 1:
                 raise KernelArgError(f"{what}: buffer_num >= 2, chunk_tokens >= 1 and slices >= 1 are required")
             self.recv_rows = self.max_recv_rows

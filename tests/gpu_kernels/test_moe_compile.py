@@ -63,3 +63,20 @@ def test_moe_waits_are_bounded_and_notifies_release(bitcode, monkeypatch, name):
 def test_moe_payload_moves_in_16_byte_vectors(bitcode, monkeypatch, name):
     ptx = _ptx(bitcode, monkeypatch, name, "bf16")
     assert re.search(r"ld\.global[^;]*\.v4", ptx) and re.search(r"st\.global[^;]*\.v4", ptx)
+
+
+def test_high_throughput_slices_take_one_tile_each():
+    """ht_slices: as many slices as column tiles where they fit (a chunk waits for its slowest slice,
+    so two tiles on one slice doubled the fp8 dispatch's time), capped at 32 and by residency."""
+    from tdist_kernels.moe import fp8_row_words, ht_slices
+    # DeepSeek-V3's hidden size: bf16 dispatch and combine 28 tiles of 256; fp8 29 tiles of 64 words
+    assert ht_slices(7168, 7168, 256, 64) == 28
+    assert ht_slices(7168, fp8_row_words(7168), 64, 64) == 29
+    for hidden in (2048, 4096, 7168, 1024 + 128):
+        words = fp8_row_words(hidden)
+        s = ht_slices(hidden, words, 64, 64)
+        assert -(-words // 64) <= s or s == 32, (hidden, s)  # every dispatch tile has its own slice
+        assert -(-hidden // 256) <= s or s == 32
+    assert ht_slices(16384, 16384, 256, 64) == 32  # 64 tiles: capped at 32
+    assert ht_slices(7168, 7168, 256, 10) == 10  # capped by what stays co-resident
+    assert ht_slices(64, 64, 64, 64) == 1
