@@ -9,7 +9,12 @@ last rank receiving nothing, empty slots), several consecutive calls on one buff
 numbers and epochs across calls), bad input on one rank. Every rank rebuilds every rank's inputs
 from (seed, call, rank) and checks: the dispatch output exactly (poisoned with NaN first; rows past
 the groups stay NaN in high-throughput mode), the counts, the combine within (2 u + 8 K 2^-24) *
-sum_k |w y|. Prints "PASS <case> (<s> s)" / "FAIL <case> (<s> s): why" and "<n> cases, <k> failures"."""
+sum_k |w y|. Prints "PASS <case> (<s> s)" / "FAIL <case> (<s> s): why" and "<n> cases, <k> failures".
+
+``--teams K``: every case runs over teams instead of the world (what ``moe_dispatch(group=)`` runs
+on): the PEs split into K strided teams, each with its own team heap, every team running the cases
+at once over its own members, its experts spread over them; the kernels get the team's rank, size
+and PE map, and the inputs are seeded by the team too, so rows that crossed teams would be caught."""
 import faulthandler
 import os
 import sys
@@ -17,7 +22,6 @@ import time
 
 import numpy as np
 
-PE_MAP = (0, 1)  # the kernels' team PE map: these ranks run over the world (pe0 = 0, pes = 1)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
@@ -40,8 +44,10 @@ def pow2(n):
 class Buf:
     """MoeBuffer's areas and launches (python/tdist_kernels/moe.py) over numpy and cpu.launch."""
 
-    def __init__(self, ash, cpu, moe, W, me, mode, E, H, K, max_tokens, chunk=3, nbuf=2, S=2):
-        self.ash, self.cpu, self.moe = ash, cpu, moe
+    def __init__(self, ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens, chunk=3, nbuf=2, S=2):
+        self.ash, self.cpu, self.moe, self.team = ash, cpu, moe, team
+        # the kernels' PE map: member r of the team is world PE pe0 + r * pes (the world: 0, 1)
+        self.pemap = (0, 1) if team is None else (team.start, team.stride)
         self.W, self.me, self.mode, self.E, self.H, self.K, self.T = W, me, mode, E, H, K, max_tokens
         self.L = E // W
         self.allocs = []
@@ -76,10 +82,10 @@ class Buf:
             self.cflag = self.sym(2 * W * self.S * SIG, np.int64)
         for a in self.allocs:
             a[...] = 0
-        ash.barrier_all()
+        ash.team_barrier(team)
 
     def sym(self, n, dt):
-        t = self.ash.aclshmem_create_tensor([n], dt)
+        t = self.ash.aclshmem_create_tensor([n], dt, team=self.team)
         self.allocs.append(t)
         return t
 
@@ -109,12 +115,13 @@ class Buf:
             self.cpu.launch(m.moe_layout_kernel, (E + W + 1,), ids, pos, row, send_list, spos, Tc, T, E, L, K, W,
                             self.T, BLOCK_T=16, BLOCK_K=bk, SCAN_QUAD=True)
             self.cpu.launch(m.moe_counts_kernel, (1,), row, self.cnt, self.flag, self.ctl, plan, counts, self.me, W,
-                            *PE_MAP, E, L, self.R, self.recv_rows, self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E),
+                            *self.pemap, E, L, self.R, self.recv_rows, self.chunk, BLOCK_R=pow2(self.R),
+                                BLOCK_E=pow2(E),
                             BLOCK_W=pow2(W), SCAN_QUAD=True)
             h["status"] = plan[:5].copy()
             self.cpu.launch(m.moe_ht_dispatch_kernel, (2 * self.S,), xs, ids, ws, pos, send_list, plan, self.ring,
                             self.ring_rows, self.ring_w, self.ready, self.credit, self.seq, out, h_rows, h_w,
-                            self.me, W, *PE_MAP, H, K, L, E, self.T, self.chunk, self.nbuf, self.S,
+                            self.me, W, *self.pemap, H, K, L, E, self.T, self.chunk, self.nbuf, self.S,
                             BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
             h.update(plan=plan, send_list=send_list)
         else:
@@ -123,7 +130,7 @@ class Buf:
             grid = max(W, min(W * L, 4 * W))
             self.cpu.launch(m.moe_ll_dispatch_kernel, (grid,), xs, ids, ws, Tc, T, self.area, self.meta_j,
                             self.meta_pos, self.meta_w, self.hdr, self.flag, self.ctl, out, counts, spos, h_rows, h_w,
-                            n_recv, status, self.me, W, *PE_MAP, H, K, L, E, self.T, 8,
+                            n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.T, 8,
                             BLOCK_T=pow2(max(self.T, W)), BLOCK_H=16, BLOCK_K=bk, SCAN_QUAD=True)
             h.update(status=status[:5].copy(), n_recv=n_recv)
         h.update(spos=spos, h_rows=h_rows, h_w=h_w)
@@ -137,18 +144,21 @@ class Buf:
             acc = np.zeros((max(T, 1), H), np.float32)
             self.cpu.launch(m.moe_ht_combine_kernel, (2 * self.S,), y, h["h_rows"], h["h_w"], h["plan"], h["send_list"],
                             self.cring, self.cready, self.ccredit, self.seq[2 * self.S * W:], acc, out,
-                            self.me, W, *PE_MAP, H, K, self.E, T, self.T, self.chunk, self.nbuf, self.S,
+                            self.me, W, *self.pemap, H, K, self.E, T, self.T, self.chunk, self.nbuf, self.S,
                             BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
         else:
             self.cpu.launch(m.moe_ll_combine_kernel, (W * self.S,), y, h["h_rows"], h["h_w"], h["n_recv"], h["spos"], T,
-                            self.carea, self.cflag, self.ctl[2 * SIG:], out, self.me, W, *PE_MAP, H, K, self.T,
+                            self.carea, self.cflag, self.ctl[2 * SIG:], out, self.me, W, *self.pemap, H, K, self.T,
                             self.S,
                             BLOCK_T=pow2(max(self.T, 1)), BLOCK_H=16, BLOCK_K=bk)
         return out[:T]
 
 
+SALT = [0]  # the team's first PE with --teams: each team's inputs differ
+
+
 def inputs(call, r, W, E, H, K, max_tokens, routing):
-    g = np.random.default_rng([SEED, call, r, sum(map(ord, routing))])
+    g = np.random.default_rng([SEED, call, r, sum(map(ord, routing)), SALT[0]])
     T = int(g.integers(0, max_tokens + 1))
     if routing == "skewed" and r == 1 % W:
         T = 0
@@ -182,7 +192,7 @@ def with_buffer(ash, buf, body):
     except Exception as e:  # noqa: BLE001 - a launch error is this case's failure
         bad = describe(e)
     try:
-        ash.barrier_all()
+        ash.team_barrier(buf.team)
         buf.free()
     except Exception as e:  # noqa: BLE001
         bad = f"{bad}; then {describe(e)}" if bad else describe(e)
@@ -190,8 +200,8 @@ def with_buffer(ash, buf, body):
 
 
 def run_case(ctx, mode, routing, E, H, K, max_tokens, calls):
-    ash, cpu, moe, W, me = ctx
-    buf = Buf(ash, cpu, moe, W, me, mode, E, H, K, max_tokens)
+    ash, cpu, moe, W, me, team = ctx
+    buf = Buf(ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens)
     L = E // W
 
     def body():
@@ -240,9 +250,9 @@ def run_case(ctx, mode, routing, E, H, K, max_tokens, calls):
 
 def run_errors(ctx, mode):
     """A bad expert index on the last rank: every rank sees the same status; the buffer works after."""
-    ash, cpu, moe, W, me = ctx
+    ash, cpu, moe, W, me, team = ctx
     E, H, K = 2 * W, 16, 2
-    buf = Buf(ash, cpu, moe, W, me, mode, E, H, K, 4)
+    buf = Buf(ash, cpu, moe, W, me, team, mode, E, H, K, 4)
 
     def body():
         x = np.ones((3, H), np.float32)
@@ -267,14 +277,23 @@ def run_errors(ctx, mode):
     return with_buffer(ash, buf, body)
 
 
-def main():
+def main(argv):
     import shmem as ash
     import tdist
     from triton_dist import cpu
     from tdist_kernels import moe
+    teams = int(argv[1]) if argv[:1] == ["--teams"] else 0
     ash.init_from_env(local_mem_size=1 << 26)
-    W, me = tdist.n_pes(), tdist.my_pe()
-    ctx = (ash, cpu, moe, W, me)
+    team = None
+    if teams:
+        n = tdist.n_pes()
+        if n % teams:
+            sys.exit(f"--teams {teams} does not divide the {n} PEs")
+        for i in range(teams):  # collective over every PE: each split makes one team
+            team = ash.new_team(list(range(i, n, teams)), heap_bytes=8 << 20) or team
+        SALT[0] = team.start
+    W, me = (team.size, team.rank) if team else (tdist.n_pes(), tdist.my_pe())
+    ctx = (ash, cpu, moe, W, me, team)
     cases = []
     for mode in ("high_throughput", "low_latency"):
         for routing in ("random", "skewed"):
@@ -311,4 +330,4 @@ def main():
 if __name__ == "__main__":
     if "RANK" not in os.environ:
         sys.exit("run under tools/tdist-run, e.g. tools/tdist-run -n 4 -- .venv-ascend/bin/python " + __file__)
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
