@@ -160,6 +160,26 @@ class Compiled:
     ttadapter: str  # stage "ttadapter": what bishengir-compile takes
 
 
+TOOL_CRASH_RETRIES = 2
+
+
+def _retry_tool_crash(name, stage):
+    """``stage()``, run again (at most ``TOOL_CRASH_RETRIES`` times) when one of triton-ascend's tools
+    it runs dies by a signal: its ``triton-adapter-opt`` crashed with SIGSEGV once in about 150
+    kernel compiles (17 runs of the MoE worker on CPU ranks, 2 cores), on input it compiled in
+    every other run. An error exit of the tool (a real compile error) is raised at once; each retry
+    says so on stderr."""
+    for attempt in range(TOOL_CRASH_RETRIES + 1):
+        try:
+            return stage()
+        except subprocess.CalledProcessError as e:
+            if e.returncode >= 0 or attempt == TOOL_CRASH_RETRIES:
+                raise
+            import sys
+            print(f"tdist: compiling {name}: {Path(str(e.cmd[0])).name} died by signal {-e.returncode}; "
+                  f"running it again ({attempt + 1} of {TOOL_CRASH_RETRIES})", file=sys.stderr, flush=True)
+
+
 def compile_to_ttadapter(fn, signature, constants, target=ASCEND_TARGET, options=None, with_dist=True):
     """Run triton-ascend's "ttir" and "ttadapter" stages for one kernel, with tdist inserted
     (``with_dist``: also keep the raised module, the seven distributed ops)."""
@@ -181,7 +201,7 @@ def compile_to_ttadapter(fn, signature, constants, target=ASCEND_TARGET, options
     mod = src.make_ir(opts, backend.get_codegen_implementation(), backend.get_module_map(), context)
     mod = stages["ttir"](mod, metadata)
     ttir = str(mod)
-    ttadapter = ttadapter_stage(mod, metadata)
+    ttadapter = _retry_tool_crash(fn.__name__, lambda: (record.clear(), ttadapter_stage(mod, metadata))[1])
     low = record[0] if record else None
     return Compiled(fn.__name__, ttir, low.dist if low else None, low.hivm if low else None, ttadapter)
 

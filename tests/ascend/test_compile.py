@@ -171,3 +171,37 @@ def test_ll_allreduce_is_refused_on_ascend():
     _, fn, sig, cst, _ = _kernel_cases()["allreduce_ll"]
     with pytest.raises(Exception, match="all_reduce one_shot_ll is not available on ascend"):
         _compile(fn, sig, cst)
+
+
+def test_a_tool_killed_by_a_signal_is_run_again_and_an_error_exit_is_not(capsys):
+    """ascend._retry_tool_crash: a triton-ascend tool that dies by a signal (SIGSEGV) runs again, at
+    most TOOL_CRASH_RETRIES times, each retry said on stderr; an error exit is raised at once."""
+    import subprocess
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            raise subprocess.CalledProcessError(-11, ["/x/triton-adapter-opt", "in.mlir"])
+        return "ttadapter text"
+
+    assert ascend._retry_tool_crash("k", flaky) == "ttadapter text" and len(calls) == 2
+    assert "compiling k: triton-adapter-opt died by signal 11; running it again (1 of" in capsys.readouterr().err
+
+    def broken():
+        calls.append(1)
+        raise subprocess.CalledProcessError(1, ["triton-adapter-opt"])
+
+    calls.clear()
+    with pytest.raises(subprocess.CalledProcessError):
+        ascend._retry_tool_crash("k", broken)
+    assert len(calls) == 1  # a compile error is not retried
+
+    def dead():
+        calls.append(1)
+        raise subprocess.CalledProcessError(-11, ["triton-adapter-opt"])
+
+    calls.clear()
+    with pytest.raises(subprocess.CalledProcessError):
+        ascend._retry_tool_crash("k", dead)
+    assert len(calls) == ascend.TOOL_CRASH_RETRIES + 1
