@@ -137,6 +137,8 @@ def _team_of_group(what, group):
         team = shmem.team_of(group)
     except Exception as e:  # noqa: BLE001 - re-raised with the op's name
         raise KernelArgError(f"{what}: group=: {e}") from None
+    import tdist
+    tdist.on_finalize(_GROUPS_OK.clear)  # a team does not outlive its job (registered once)
     _GROUPS_OK[id(group)] = (group, team)
     return team
 
