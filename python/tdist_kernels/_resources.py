@@ -76,6 +76,11 @@ class Resources:
         were), else the team's handle."""
         return None if self._scope is None else self._scope.handle
 
+    def _keyed(self, key):
+        """``key`` of a buffer or local object of the current team (the world's keys unchanged)."""
+        tk = self.team_key()
+        return key if tk is None else ("team", tk, key)
+
     # -- runtime -------------------------------------------------------------------------------
 
     def runtime(self):
@@ -137,12 +142,12 @@ class Resources:
         """The symmetric tensors of ``key``, one per ``(shape, dtype)`` spec, made at the first call
         with that key (collective over the current team: its members ask for the same keys in the
         same order), in the team's heap when the op runs over a team."""
-        tk = self.team_key()
-        full = key if tk is None else ("team", tk, key)
+        full = self._keyed(key)
         if full not in self._symmetric:
             import shmem as ash
             team = self._scope
-            self._symmetric[full] = tuple(ash.aclshmem_create_tensor(shape, dtype, team=team) for shape, dtype in specs)
+            self._symmetric[full] = tuple(ash.aclshmem_create_tensor(shape, dtype, team=team)
+                                          for shape, dtype in specs)
         return self._symmetric[full]
 
     def epoch_buffers(self, key, what, *specs):
@@ -151,8 +156,7 @@ class Resources:
         before any peer can signal into it (a barrier follows the clear). Refused inside CUDA-graph
         capture when they do not exist yet (making them synchronises)."""
         import torch
-        tk = self.team_key()
-        if (key if tk is None else ("team", tk, key)) not in self._symmetric:
+        if self._keyed(key) not in self._symmetric:
             if torch.cuda.is_current_stream_capturing():
                 raise KernelArgError(f"{what}: its buffers are created at the first call with these shapes, which "
                                      "cannot happen inside CUDA-graph capture: call it once eagerly first")
@@ -166,8 +170,7 @@ class Resources:
     def local(self, key, make):
         """A cached local object, a staging buffer or a view of a symmetric buffer: ``release()``
         drops it without freeing anything through shmem. Keyed by team like the symmetric buffers."""
-        tk = self.team_key()
-        full = key if tk is None else ("team", tk, key)
+        full = self._keyed(key)
         if full not in self._local:
             self._local[full] = make()
         return self._local[full]

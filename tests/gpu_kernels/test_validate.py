@@ -51,3 +51,21 @@ def test_signal_sizes_follow_the_seed():
     assert a2a.wait_notify_signal_slots(4, 100, 3, 130, 16, 64, 2) == 7 * 4 + 2 * 3 * 3
     # pipeline: [buffer_num, W, nbd * H]
     assert a2a.pipeline_signal_slots(4, 100, 3, 130, 64, 2) == 2 * 4 * 3 * 3
+
+
+def test_resources_key_buffers_plans_and_pe_map_by_team():
+    """Resources under a team (what group= sets): cached objects are keyed by the team's handle, the
+    world's keys stay as they were, and the kernels' PE map is the team's (start, stride)."""
+    from tdist_kernels._resources import Resources
+
+    class Team:  # the fields of a shmem.Team the resources read
+        handle, is_world, start, stride, size, rank = 3, False, 1, 2, 2, 0
+
+    r = Resources()
+    assert r._keyed(("a", 1)) == ("a", 1) and r.pe_map() == (0, 1) and r.team_key() is None
+    prev = r.enter(Team())
+    assert r._keyed(("a", 1)) == ("team", 3, ("a", 1)) and r.pe_map() == (1, 2) and r.team_key() == 3
+    assert r.local("x", lambda: "team's") == "team's" and ("team", 3, "x") in r._local
+    r.leave(prev)
+    assert r.local("x", lambda: "world's") == "world's" and r._local["x"] == "world's"
+    assert r.enter(None) is None and r.pe_map() == (0, 1)  # None: the world
