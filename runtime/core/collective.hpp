@@ -49,6 +49,15 @@ static_assert(sizeof(CollectiveRecord) == 112, "CollectiveRecord travels as byte
 // The rejection a binding left for this thread's next collective call ("" if none), taken.
 std::string take_reject();
 
+// Heaps are whole pages of this size, so their bases are aligned to it and no larger alignment exists.
+constexpr size_t kHeapGranule = 2u << 20;
+
+// The checks every collective allocation (world or team heap) makes of its own arguments, in this
+// order: a binding's rejection (`why` not empty), a zero size, an alignment that is not a power of
+// two or exceeds kHeapGranule. The first that fails sets rec.status (and `why`, or rec.rejected);
+// returns whether all passed, leaving the capacity checks to the caller.
+bool check_alloc_args(CollectiveRecord &rec, std::string &why, size_t size, size_t align);
+
 // "malloc(4096)", "team_free(heap offset 65536)", "team_split_2d(parent 0, xrange 2, ...)".
 std::string describe(const CollectiveRecord &r);
 

@@ -38,7 +38,6 @@ void abandon_at_exit() {
   if (g_ctx) g_abandoned = g_ctx.release();
 }
 
-constexpr size_t kHeapGranule = 2u << 20;  // heaps are whole 2 MiB pages
 
 // RANK, WORLD_SIZE, MASTER_PORT, TDIST_STORE_PORT: required, decimal, within [lo, hi].
 int env_int(const char *name, int lo, int hi) {
@@ -79,6 +78,23 @@ std::string take_reject() {
   std::string r = std::move(t_reject);
   t_reject.clear();
   return r;
+}
+
+bool check_alloc_args(CollectiveRecord &rec, std::string &why, size_t size, size_t align) {
+  if (!why.empty()) {
+    rec.status = TDIST_ERR_INVALID_PARAM;
+    rec.rejected = 1;
+  } else if (size == 0) {
+    rec.status = TDIST_ERR_INVALID_PARAM;
+    why = "size must be > 0";
+  } else if (align == 0 || (align & (align - 1)) != 0) {
+    rec.status = TDIST_ERR_INVALID_PARAM;
+    why = strfmt("alignment %zu is not a power of two", align);
+  } else if (align > kHeapGranule) {
+    rec.status = TDIST_ERR_INVALID_PARAM;
+    why = strfmt("alignment %zu exceeds the largest supported, %zu", align, kHeapGranule);
+  }
+  return rec.status == TDIST_SUCCESS;
 }
 
 namespace {
@@ -223,18 +239,7 @@ void *collective_alloc(uint32_t op, size_t size, size_t align, const char *api) 
   CollectiveRecord rec{c.collective_seq++, op, TDIST_SUCCESS, size, align, -1};
   std::string why = take_reject();
   std::optional<size_t> off;
-  if (!why.empty()) {
-    rec.status = TDIST_ERR_INVALID_PARAM;
-    rec.rejected = 1;
-  } else if (size == 0) {
-    rec.status = TDIST_ERR_INVALID_PARAM;
-    why = "size must be > 0";
-  } else if (align == 0 || (align & (align - 1)) != 0) {
-    rec.status = TDIST_ERR_INVALID_PARAM;
-    why = strfmt("alignment %zu is not a power of two", align);
-  } else if (align > kHeapGranule) {  // heap bases are aligned to the granule, no more
-    rec.status = TDIST_ERR_INVALID_PARAM;
-    why = strfmt("alignment %zu exceeds the largest supported, %zu", align, kHeapGranule);
+  if (!check_alloc_args(rec, why, size, align)) {  // rec.status and why say what was wrong
   } else if (size > c.state.heap_size) {
     rec.status = TDIST_ERR_MALLOC_FAILED;
     why = strfmt("%zu bytes requested, the heap holds %llu", size,

@@ -16,7 +16,6 @@ namespace tdist {
 namespace {
 
 constexpr size_t kSyncBytes = TDIST_TEAM_SYNC_BYTES;
-constexpr size_t kHeapGranule = 2u << 20;  // heap bases are aligned to it, so no larger alignment
 
 // "world PEs 1, 3, 5" (up to 8 of them), else "world PEs 1, 3, ..., 127 (start 1, stride 2, 64 PEs)".
 std::string members_text(int start, int stride, int size) {
@@ -299,18 +298,7 @@ void *team_alloc(tdist_team_t team, uint32_t op, size_t size, size_t align, cons
   CollectiveRecord rec{t.alloc_seq++, op, TDIST_SUCCESS, size, align, -1};
   const size_t usable = t.heap_bytes - kSyncBytes;
   std::optional<size_t> off;
-  if (!why.empty()) {
-    rec.status = TDIST_ERR_INVALID_PARAM;
-    rec.rejected = 1;
-  } else if (size == 0) {
-    rec.status = TDIST_ERR_INVALID_PARAM;
-    why = "size must be > 0";
-  } else if (align == 0 || (align & (align - 1)) != 0) {
-    rec.status = TDIST_ERR_INVALID_PARAM;
-    why = strfmt("alignment %zu is not a power of two", align);
-  } else if (align > kHeapGranule) {
-    rec.status = TDIST_ERR_INVALID_PARAM;
-    why = strfmt("alignment %zu exceeds the largest supported, %zu", align, kHeapGranule);
+  if (!check_alloc_args(rec, why, size, align)) {  // rec.status and why say what was wrong
   } else if (size > usable || !(off = h.plan(size, align))) {
     rec.status = TDIST_ERR_MALLOC_FAILED;
     why = strfmt(
