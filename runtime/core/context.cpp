@@ -38,7 +38,6 @@ void abandon_at_exit() {
   if (g_ctx) g_abandoned = g_ctx.release();
 }
 
-
 // RANK, WORLD_SIZE, MASTER_PORT, TDIST_STORE_PORT: required, decimal, within [lo, hi].
 int env_int(const char *name, int lo, int hi) {
   const char *v = std::getenv(name);
