@@ -12,6 +12,10 @@ away, so that the differences name the pieces:
 * ``run``      ``all_reduce.run`` (the op without its validation and ``empty_like``);
 * ``launch``   only the Triton launch of the LL kernel with arguments made once (Triton's own path,
                ``JITFunction.run``);
+* ``direct``   only the plan's launch with arguments made once (``_launch.Launch``: the C path,
+               ``tdist._C.CudaLaunch``, where the kernel allows it);
+* ``ops-py``, ``dir-py``  ``ops`` and ``direct`` again with the plan's C path taken away (the compiled
+               kernel's launcher, the path before it), in the same run;
 * ``empty``    only ``torch.empty_like(x)``, for scale;
 * ``gpu``      the GPU time per call (CUDA events around the ``ops`` loop / calls);
 * ``graph``    the time per call of a CUDA graph of ``--graph-calls`` calls, replayed (no host
@@ -86,6 +90,23 @@ def main():
         lfn = lambda: kern(xi, area, oi, ep, me, W, 0, 1, nw, KIND=_ar.LL_KIND[dt], BLOCK=block,  # noqa: E731
                            WP=_ar.pow2(W), num_warps=warps)
         rows["launch"] = [per_call(lfn, args.calls) for _ in range(args.runs)]
+        # the plan's own launch (Launch: tdist._C.CudaLaunch where the kernel allows it), arguments
+        # made once; then the user's call and that launch with the C path taken away (the compiled
+        # kernel's launcher, as before it), in the same run
+        plan = RESOURCES.plans.get(("all_reduce", x.shape, x.dtype, x.get_device(), "auto", RESOURCES.team_key()))
+        if plan is not None:
+            pa = (xi.data_ptr(), plan.area.data_ptr(), oi.data_ptr(), plan.epochs.data_ptr(), me, W, 0, 1, plan.nw)
+            rows["direct"] = [per_call(lambda: plan.launch(*pa), args.calls) for _ in range(args.runs)]
+            c_path = plan.launch._c
+            plan.launch._c = None
+            try:
+                rows["ops-py"] = [per_call(lambda: ops.all_reduce(x), args.calls) for _ in range(args.runs)]
+                rows["dir-py"] = [per_call(lambda: plan.launch(*pa), args.calls) for _ in range(args.runs)]
+            finally:
+                plan.launch._c = c_path
+            if me == 0:
+                print(f"  (the plan's launch goes through {'tdist._C.CudaLaunch' if c_path else 'the kernel launcher'}"
+                      "; ops-py / dir-py: the same calls through the kernel launcher)", flush=True)
         ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         ash.barrier_all()
         ev0.record()

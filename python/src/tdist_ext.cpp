@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tdist/abi.h"
@@ -93,6 +95,77 @@ Fn require_cuda_sym(const char *name) {
   }
   return f;
 }
+
+// One kernel launch with its parameters kept packed: the eager fast path of
+// tdist_kernels._launch.Launch. `cells` holds every kernel parameter in an 8-byte cell (an
+// integer of 1, 2, 4 or 8 bytes is its little-endian low bytes), `params` points at them;
+// `slots[i]` is the parameter that call argument i fills, or -1 for an argument the kernel
+// does not take (Triton specialised it into a constant). A call stores the arguments (Python
+// ints only: a tensor or None is refused, never converted) and calls tdist_cuda_launch.
+class CudaLaunch {
+ public:
+  CudaLaunch(uintptr_t function, std::tuple<uint32_t, uint32_t, uint32_t> grid, uint32_t block_threads,
+             uint32_t smem_bytes, size_t n_params, std::vector<int> slots)
+      : function_(reinterpret_cast<void *>(function)),
+        grid_(grid),
+        block_(block_threads),
+        smem_(smem_bytes),
+        cells_(n_params, 0),
+        params_(n_params),
+        slots_(std::move(slots)),
+        launch_(require_cuda_sym<LaunchFn>("tdist_cuda_launch")) {
+    if (function_ == nullptr) throw nb::value_error("CudaLaunch: function is 0");
+    for (size_t i = 0; i < n_params; ++i) params_[i] = &cells_[i];
+    for (int s : slots_)
+      if (s >= static_cast<int>(n_params) || s < -1)
+        throw nb::value_error(("CudaLaunch: argument slot " + std::to_string(s) + " is not one of the " +
+                               std::to_string(n_params) + " parameters")
+                                  .c_str());
+  }
+
+  void operator()(uintptr_t stream, nb::args args) {
+    if (args.size() != slots_.size())
+      throw nb::type_error(("CudaLaunch: " + std::to_string(slots_.size()) + " arguments expected, got " +
+                            std::to_string(args.size()))
+                               .c_str());
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      PyObject *a = PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(i));
+      if (!PyLong_Check(a))
+        throw nb::type_error(("CudaLaunch: argument " + std::to_string(i) +
+                              " must be an int (a device address or "
+                              "an integer), got " +
+                              std::string(Py_TYPE(a)->tp_name))
+                                 .c_str());
+      if (slots_[i] < 0) continue;
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(a, &overflow);
+      uint64_t u = static_cast<uint64_t>(v);
+      if (overflow > 0) u = PyLong_AsUnsignedLongLong(a);
+      if (overflow < 0 || (overflow > 0 && PyErr_Occurred())) {
+        PyErr_Clear();
+        throw nb::value_error(
+            ("CudaLaunch: argument " + std::to_string(i) + " does not fit 64 bits").c_str());
+      }
+      cells_[slots_[i]] = u;
+    }
+    const auto [gx, gy, gz] = grid_;
+    check(launch_(function_, gx, gy, gz, block_, smem_, reinterpret_cast<void *>(stream), params_.data()),
+          "tdist_cuda_launch");
+  }
+
+  const std::vector<int> &slots() const { return slots_; }
+  size_t n_params() const { return cells_.size(); }
+
+ private:
+  using LaunchFn = int (*)(void *, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, void *, void **);
+  void *function_;
+  std::tuple<uint32_t, uint32_t, uint32_t> grid_;
+  uint32_t block_, smem_;
+  std::vector<uint64_t> cells_;
+  std::vector<void *> params_;
+  std::vector<int> slots_;
+  LaunchFn launch_;
+};
 
 tdist_init_attr_t make_attr(int rank, int n_ranks, uint64_t local_mem_size, const std::string &ip_port,
                             uint32_t engine, int backend, int device_id, uint32_t shm_init_timeout_s,
@@ -602,6 +675,15 @@ NB_MODULE(_C, m) {
     }
     check(st, "tdist_cuda_check_fault");
   });
+  m.def("cuda_launch_available", [] { return cuda_sym<void *>("tdist_cuda_launch") != nullptr; });
+  nb::class_<CudaLaunch>(m, "CudaLaunch")
+      .def(nb::init<uintptr_t, std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t, uint32_t, size_t,
+                    std::vector<int>>(),
+           nb::arg("function"), nb::arg("grid"), nb::arg("block_threads"), nb::arg("smem_bytes"),
+           nb::arg("n_params"), nb::arg("slots"))
+      .def("__call__", &CudaLaunch::operator(), nb::arg("stream"), nb::arg("args"))
+      .def_prop_ro("slots", &CudaLaunch::slots)
+      .def_prop_ro("n_params", &CudaLaunch::n_params);
   m.def("cuda_barrier_all_on_stream", [](uintptr_t stream) {
     auto f = require_cuda_sym<int (*)(void *)>("tdist_cuda_barrier_all_on_stream");
     check(f(reinterpret_cast<void *>(stream)), "tdist_cuda_barrier_all_on_stream");

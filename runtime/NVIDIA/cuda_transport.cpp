@@ -524,6 +524,28 @@ TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream) {
   });
 }
 
+TDIST_EXPORT int tdist_cuda_launch(void *function, uint32_t gx, uint32_t gy, uint32_t gz,
+                                   uint32_t block_threads, uint32_t smem_bytes, void *stream, void **params) {
+  static const cu::Driver *drv = cu::driver();  // loaded once; the launch path does no lookup
+  if (drv && function && params) {
+    CUresult r = drv->cuLaunchKernel(static_cast<CUfunction>(function), gx, gy, gz, block_threads, 1, 1,
+                                     smem_bytes, static_cast<CUstream>(stream), params, nullptr);
+    if (r == CUDA_SUCCESS) return TDIST_SUCCESS;
+    return set_last_error(TDIST_ERR_SMEM, "tdist_cuda_launch: cuLaunchKernel(grid " + std::to_string(gx) +
+                                              "x" + std::to_string(gy) + "x" + std::to_string(gz) + ", " +
+                                              std::to_string(block_threads) + " threads, " +
+                                              std::to_string(smem_bytes) +
+                                              " B shared) failed: " + cu::result_string(r));
+  }
+  if (!drv) {
+    std::string why;
+    cu::driver(&why);
+    return set_last_error(TDIST_ERR_NOT_SUPPORTED, "tdist_cuda_launch: CUDA unavailable: " + why);
+  }
+  return set_last_error(TDIST_ERR_INVALID_PARAM, function ? "tdist_cuda_launch: params is NULL"
+                                                          : "tdist_cuda_launch: function is NULL");
+}
+
 TDIST_EXPORT int tdist_cuda_team_barrier_on_stream(int32_t team, void *stream) {
   return c_boundary("tdist_cuda_team_barrier_on_stream", [&] {
     const TeamSync ts = team_sync(team, "tdist_cuda_team_barrier_on_stream");

@@ -563,6 +563,49 @@ TEST_F(Gpu, StreamBarrier) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// tdist_cuda_launch: the eager launch path of cached Triton launches (parameters as cells).
+__global__ void launch_params_kernel(int64_t *out, int32_t a, int8_t b, uint64_t c) {
+  out[blockIdx.x * 3 + 0] = a;
+  out[blockIdx.x * 3 + 1] = b;
+  out[blockIdx.x * 3 + 2] = int64_t(c);
+}
+
+TEST_F(Gpu, LaunchByFunctionHandle) {
+  cudaFunction_t fn;
+  CK(cudaGetFuncBySymbol(&fn, reinterpret_cast<const void *>(&launch_params_kernel)));
+  int64_t *out;
+  CK(cudaMalloc(&out, 4 * 3 * sizeof(int64_t)));
+  CK(cudaMemset(out, 0x5a, 4 * 3 * sizeof(int64_t)));  // poisoned
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // every parameter in an 8-byte cell, its value in the low bytes (how tdist._C.CudaLaunch packs)
+  const int32_t a = -7 - me();
+  uint64_t cells[4] = {uint64_t(reinterpret_cast<uintptr_t>(out)), uint64_t(uint32_t(a)), uint64_t(uint8_t(-3)),
+                       0xF00D000000000000ull + uint64_t(me())};
+  void *params[4] = {&cells[0], &cells[1], &cells[2], &cells[3]};
+  TD(tdist_cuda_launch(reinterpret_cast<void *>(fn), 4, 1, 1, 32, 0, s, params));
+  CK(cudaStreamSynchronize(s));
+  int64_t h[12];
+  CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
+  for (int b = 0; b < 4; ++b) {
+    EXPECT_EQ(h[b * 3 + 0], a) << "block " << b;
+    EXPECT_EQ(h[b * 3 + 1], -3) << "block " << b;
+    EXPECT_EQ(uint64_t(h[b * 3 + 2]), 0xF00D000000000000ull + uint64_t(me())) << "block " << b;
+  }
+  // a launch the driver refuses names the call and the CUDA error; NULLs are refused before it
+  EXPECT_EQ(tdist_cuda_launch(reinterpret_cast<void *>(fn), 1, 1, 1, 4096, 0, s, params), TDIST_ERR_SMEM);
+  EXPECT_NE(std::string(tdist_last_error_message()).find("cuLaunchKernel(grid 1x1x1, 4096 threads"),
+            std::string::npos)
+      << tdist_last_error_message();
+  EXPECT_EQ(tdist_cuda_launch(nullptr, 1, 1, 1, 32, 0, s, params), TDIST_ERR_INVALID_PARAM);
+  EXPECT_EQ(tdist_cuda_launch(reinterpret_cast<void *>(fn), 1, 1, 1, 32, 0, s, nullptr), TDIST_ERR_INVALID_PARAM);
+  tdist_clear_error();
+  CK(cudaStreamSynchronize(s));  // the refused launch left the stream usable
+  CK(cudaStreamDestroy(s));
+  cudaFree(out);
+}
+
+// ---------------------------------------------------------------------------------------------
 // SDMA engine: host-initiated copy-engine put/get on a stream.
 TEST_F(Gpu, CopyEnginePutGet) {
   const size_t n = (8 << 20) + 5;

@@ -49,6 +49,15 @@ TDIST_EXPORT int tdist_cuda_check_fault(void *stream);
  *  work enqueued after it on any PE's stream starts after every PE's earlier work on its stream. */
 TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream);
 
+/** Launch `function` (a CUfunction) on `stream` (a CUstream) over a gx x gy x gz grid of
+ *  `block_threads`-thread blocks with `smem_bytes` of dynamic shared memory; `params` is
+ *  cuLaunchKernel's kernelParams (one pointer per kernel parameter). The eager fast path of cached
+ *  launches (python/tdist_kernels/_launch.py): the host work of a launch in one C call. Needs only
+ *  the CUDA driver and the function's context current (no tdist_init). A failed launch returns
+ *  TDIST_ERR_SMEM naming the CUDA error. */
+TDIST_EXPORT int tdist_cuda_launch(void *function, uint32_t gx, uint32_t gy, uint32_t gz,
+                                   uint32_t block_threads, uint32_t smem_bytes, void *stream, void **params);
+
 /** Enqueue a barrier over the members of `team` (a tdist_team_t of tdist.h) on `stream`: one CTA runs
  *  the same pull barrier as the world's, on the team's own epoch word (offset
  *  TDIST_TEAM_SYNC_DEVICE_BARRIER_OFF of its team heap, so the team needs one: split it with a
