@@ -580,8 +580,8 @@ TEST_F(Gpu, LaunchByFunctionHandle) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   // every parameter in an 8-byte cell, its value in the low bytes (how tdist._C.CudaLaunch packs)
   const int32_t a = -7 - me();
-  uint64_t cells[4] = {uint64_t(reinterpret_cast<uintptr_t>(out)), uint64_t(uint32_t(a)), uint64_t(uint8_t(-3)),
-                       0xF00D000000000000ull + uint64_t(me())};
+  uint64_t cells[4] = {uint64_t(reinterpret_cast<uintptr_t>(out)), uint64_t(uint32_t(a)),
+                       uint64_t(uint8_t(-3)), 0xF00D000000000000ull + uint64_t(me())};
   void *params[4] = {&cells[0], &cells[1], &cells[2], &cells[3]};
   TD(tdist_cuda_launch(reinterpret_cast<void *>(fn), 4, 1, 1, 32, 0, s, params));
   CK(cudaStreamSynchronize(s));
@@ -598,7 +598,8 @@ TEST_F(Gpu, LaunchByFunctionHandle) {
             std::string::npos)
       << tdist_last_error_message();
   EXPECT_EQ(tdist_cuda_launch(nullptr, 1, 1, 1, 32, 0, s, params), TDIST_ERR_INVALID_PARAM);
-  EXPECT_EQ(tdist_cuda_launch(reinterpret_cast<void *>(fn), 1, 1, 1, 32, 0, s, nullptr), TDIST_ERR_INVALID_PARAM);
+  EXPECT_EQ(tdist_cuda_launch(reinterpret_cast<void *>(fn), 1, 1, 1, 32, 0, s, nullptr),
+            TDIST_ERR_INVALID_PARAM);
   tdist_clear_error();
   CK(cudaStreamSynchronize(s));  // the refused launch left the stream usable
   CK(cudaStreamDestroy(s));
