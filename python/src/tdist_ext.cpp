@@ -130,12 +130,17 @@ class CudaLaunch {
                                .c_str());
     for (size_t i = 0; i < slots_.size(); ++i) {
       PyObject *a = PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(i));
-      if (!PyLong_Check(a))
-        throw nb::type_error(("CudaLaunch: argument " + std::to_string(i) +
-                              " must be an int (a device address or "
-                              "an integer), got " +
-                              std::string(Py_TYPE(a)->tp_name))
-                                 .c_str());
+      nb::object addr;  // a tensor's data_ptr(), as Triton's launcher takes it
+      if (!PyLong_Check(a)) {
+        nb::handle h(a);
+        if (a != Py_None && nb::hasattr(h, "data_ptr")) addr = h.attr("data_ptr")();
+        if (!addr.is_valid() || !PyLong_Check(addr.ptr()))
+          throw nb::type_error(("CudaLaunch: argument " + std::to_string(i) +
+                                " must be an int (a device address or an integer) or a tensor, got " +
+                                std::string(Py_TYPE(a)->tp_name))
+                                   .c_str());
+        a = addr.ptr();
+      }
       if (slots_[i] < 0) continue;
       int overflow = 0;
       long long v = PyLong_AsLongLongAndOverflow(a, &overflow);

@@ -92,3 +92,16 @@ def test_a_launch_without_a_driver_names_it():
     c = _C.CudaLaunch(0x10, (1, 1, 1), 128, 0, 3, [0, 1, 2])
     with pytest.raises(TdistError, match="tdist_cuda_launch: CUDA unavailable"):
         c(0, 2**63 + 5, -1, 7)  # an address above 2^63 and a negative int32 both fit a cell
+
+    class Tensorish:  # what Triton's launcher takes for a pointer too: an object with data_ptr()
+        def data_ptr(self):
+            return 0x7000
+
+    class BadTensorish:
+        def data_ptr(self):
+            return "not an address"
+
+    with pytest.raises(TdistError, match="tdist_cuda_launch: CUDA unavailable"):
+        c(0, Tensorish(), 1, 2)  # the arguments were taken; only the launch itself failed
+    with pytest.raises(TypeError, match="argument 0 must be an int .* got BadTensorish"):
+        c(0, BadTensorish(), 1, 2)
