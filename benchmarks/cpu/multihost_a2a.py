@@ -4,13 +4,16 @@ engine on UCX) against Open MPI's MPI_Alltoall on the same hosts, in the same ru
 
     sudo python3 benchmarks/cpu/multihost_a2a.py [--build build] [--hosts 2] [--ranks-per-host 2]
         [--bytes 64K,1M,16M] [--kernels a2a_direct,a2a_wait_notify] [--repeats 3]
+        [--variants "1m;8k:UCX_TCP_TX_SEG_SIZE=8k,UCX_TCP_RX_SEG_SIZE=8k"]
 
 Hosts are network namespaces on this machine (tests/multihost/netns_hosts.py: a bridge, one
 address each, a host name per rank); UCX and Open MPI are both held to TCP between them
 (UCX_TLS=tcp,self; Open MPI's tcp BTL over eth0, its launcher entering each namespace through an
 rsh agent). Every repeat runs each implementation once per size list; a figure is the slowest
 rank's mean time of one call; the table gives the median and the range over the repeats and the
-ratio of medians (Open MPI time / tdist time: above 1 is tdist faster). Needs root.
+ratio of medians (Open MPI time / tdist time: above 1 is tdist faster). --variants runs tdist
+once per named environment in every repeat (e.g. UCX's TCP segment sizes), so that they compare in
+the same run. Needs root.
 """
 import argparse
 import json
@@ -50,10 +53,10 @@ def rows(text, impl, wanted=None):
     return got
 
 
-def run_tdist(hosts, layout, build, kernel, byte_list, iters, extra=()):
+def run_tdist(hosts, layout, build, kernel, byte_list, iters, extra=(), more_env=None):
     cmd = [str(build / "benchmarks" / "cpu" / "tdist-bench-cpu"), "--kernel", kernel, "--dtype", "f32", "--bytes",
            ",".join(map(str, byte_list)), "--iters", str(iters), *extra]
-    env = dict(os.environ, UCX_TLS="tcp,self")
+    env = dict(os.environ, UCX_TLS="tcp,self", **(more_env or {}))
     env.pop("TDIST_ROCE_PEERS", None)
     rcs, outs = nh.wait_all(hosts.launch(layout, cmd, env), 900)
     if any(rcs):
@@ -86,15 +89,24 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tdist-args", default="", help="more tdist-bench-cpu arguments, e.g. \"--grid 4 --block-s 256\"")
+    ap.add_argument("--variants", default="",
+                    help="tdist runs to compare in the same repeats, each NAME or NAME:VAR=V,VAR=V, separated by "
+                         "';', e.g. \"1m;8k:UCX_TCP_TX_SEG_SIZE=8k,UCX_TCP_RX_SEG_SIZE=8k\" (default: one run, the "
+                         "environment as is)")
     a = ap.parse_args()
     why = nh.why_not()
     if why:
         raise SystemExit(f"multihost_a2a: {why}")
     build = Path(a.build)
     byte_list = sizes(a.bytes)
+    variants = []
+    for v in filter(None, (x.strip() for x in a.variants.split(";"))):
+        name, _, env = v.partition(":")
+        variants.append((name, dict(kv.split("=", 1) for kv in env.split(",") if kv)))
     kernels = [k for k in a.kernels.split(",") if k]
+    kernel_runs = [(k, f"{k} [{n}]" if n else k, e) for k in kernels for n, e in (variants or [("", {})])]
     layout = [h for h in range(a.hosts) for _ in range(a.ranks_per_host)]
-    tdist_t = {(k, b): [] for k in kernels for b in byte_list}
+    tdist_t = {(label, b): [] for _, label, _ in kernel_runs for b in byte_list}
     mpi_t = {b: [] for b in byte_list}
     with tempfile.TemporaryDirectory(prefix="tdist-mh-") as tmp, nh.Hosts(a.hosts) as hosts:
         agent = Path(tmp) / "agent.sh"
@@ -105,9 +117,10 @@ def main():
         for rep in range(a.repeats):
             for b, t in run_mpi(hosts, layout, build, byte_list, a.iters, str(agent)).items():
                 mpi_t[b].append(t)
-            for k in kernels:
-                for key, t in run_tdist(hosts, layout, build, k, byte_list, a.iters, a.tdist_args.split()).items():
-                    tdist_t[key].append(t)
+            for k, label, env in kernel_runs:
+                for (_, b), t in run_tdist(hosts, layout, build, k, byte_list, a.iters, a.tdist_args.split(),
+                                           env).items():
+                    tdist_t[(label, b)].append(t)
             print(f"repeat {rep + 1} of {a.repeats} done", file=sys.stderr, flush=True)
     print(f"all-to-all, f32, {a.hosts} hosts x {a.ranks_per_host} ranks (network namespaces, TCP), "
           f"{a.repeats} repeats: median [min-max] of the slowest rank's mean per call")
@@ -117,7 +130,7 @@ def main():
     def fmt(v):
         return f"{statistics.median(v) / 1e3:.2f} [{min(v) / 1e3:.2f}-{max(v) / 1e3:.2f}]"
     for b in byte_list:
-        for k in kernels:
+        for _, k, _ in kernel_runs:
             t, m = tdist_t[(k, b)], mpi_t[b]
             if not t or not m:
                 continue
