@@ -163,6 +163,18 @@ constexpr uint64_t kSpinAfterActivityNs = 200000;
 constexpr uint64_t kWaitSpins = 256;
 
 class Engine final : public UcxEngine {
+  // Every call on the worker (the programs' operations and waits, the progress thread's polls) holds
+  // this mutex: with 4 ranks x (programs + a progress thread) on 2 cores, UCX's own spin lock had a
+  // thread spin away its time slice while the holder was preempted (39 % of all cycles of the direct
+  // all-to-all across hosts, benchmarks/NOTES.md); a waiter here sleeps instead. The callbacks run
+  // inside ucp_worker_progress, so under it, and never take it.
+  std::mutex worker_mu_;
+  template <class F>
+  auto locked(F &&f) {
+    std::lock_guard<std::mutex> g(worker_mu_);
+    return f();
+  }
+
  public:
   Engine(ControlPlane &cp, void *heap, size_t bytes, const std::vector<bool> &remote)
       : me_(cp.rank()),
@@ -216,7 +228,10 @@ class Engine final : public UcxEngine {
 
   bool put(int pe, uint64_t off, const void *src, size_t n) override {
     ucp_request_param_t p{};
-    return wait(ucx().ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+    return wait(locked([&] {
+                  return ucx().ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off,
+                                           rkeys_[size_t(pe)], &p);
+                }),
                 "put", pe, off);
   }
   bool put_nbi(int pe, uint64_t off, const void *src, size_t n) override {
@@ -225,12 +240,18 @@ class Engine final : public UcxEngine {
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.send = &posted_done;
     p.user_data = op;
-    return post(ucx().ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+    return post(locked([&] {
+                  return ucx().ucp_put_nbx(eps_[size_t(pe)], src, n, bases_[size_t(pe)] + off,
+                                           rkeys_[size_t(pe)], &p);
+                }),
                 op);
   }
   bool get(int pe, uint64_t off, void *dst, size_t n) override {
     ucp_request_param_t p{};
-    return wait(ucx().ucp_get_nbx(eps_[size_t(pe)], dst, n, bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+    return wait(locked([&] {
+                  return ucx().ucp_get_nbx(eps_[size_t(pe)], dst, n, bases_[size_t(pe)] + off,
+                                           rkeys_[size_t(pe)], &p);
+                }),
                 "get", pe, off);
   }
   bool atomic_add(int pe, uint64_t off, uint64_t v, uint64_t *fetched) override {
@@ -249,17 +270,19 @@ class Engine final : public UcxEngine {
     p.reply_buffer = &op->reply;
     p.cb.send = &posted_done;
     p.user_data = op;
-    return post(ucx().ucp_atomic_op_nbx(eps_[size_t(pe)], UCP_ATOMIC_OP_SWAP, &op->value, 1,
-                                        bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p),
+    return post(locked([&] {
+                  return ucx().ucp_atomic_op_nbx(eps_[size_t(pe)], UCP_ATOMIC_OP_SWAP, &op->value, 1,
+                                                 bases_[size_t(pe)] + off, rkeys_[size_t(pe)], &p);
+                }),
                 op);
   }
   void fence() override {
-    if (worker_) ucx().ucp_worker_fence(worker_);
+    if (worker_) locked([&] { return ucx().ucp_worker_fence(worker_); });
   }
   bool quiet() override {
     if (!worker_) return true;
     ucp_request_param_t p{};
-    return wait(ucx().ucp_worker_flush_nbx(worker_, &p), "quiet (flush)", -1, 0);
+    return wait(locked([&] { return ucx().ucp_worker_flush_nbx(worker_, &p); }), "quiet (flush)", -1, 0);
   }
   const char *transports() const override { return "ucp"; }
 
@@ -336,7 +359,7 @@ class Engine final : public UcxEngine {
   void progress_loop() {
     uint64_t last = now_ns();
     while (!stop_.load(std::memory_order_relaxed)) {
-      if (ucx().ucp_worker_progress(worker_)) {
+      if (locked([&] { return ucx().ucp_worker_progress(worker_); })) {
         wake_pe(me_);
         last = now_ns();
         continue;
@@ -347,7 +370,7 @@ class Engine final : public UcxEngine {
         sched_yield();
         continue;
       }
-      ucs_status_t st = ucx().ucp_worker_arm(worker_);
+      ucs_status_t st = locked([&] { return ucx().ucp_worker_arm(worker_); });
       if (st == UCS_ERR_BUSY) continue;  // events came in meanwhile
       pollfd p{efd_, POLLIN, 0};
       ::poll(&p, 1, 1);
@@ -394,8 +417,10 @@ class Engine final : public UcxEngine {
       p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
       p.reply_buffer = fetched;
     }
-    return wait(ucx().ucp_atomic_op_nbx(eps_[size_t(pe)], op, &v, 1, bases_[size_t(pe)] + off,
-                                        rkeys_[size_t(pe)], &p),
+    return wait(locked([&] {
+                  return ucx().ucp_atomic_op_nbx(eps_[size_t(pe)], op, &v, 1, bases_[size_t(pe)] + off,
+                                                 rkeys_[size_t(pe)], &p);
+                }),
                 what, pe, off);
   }
 
@@ -412,14 +437,22 @@ class Engine final : public UcxEngine {
       // a host that went away cannot hold the process
       const uint64_t limit = !s ? 10'000'000'000ull : s->wait_timeout_ns ? s->wait_timeout_ns : UINT64_MAX;
       const uint64_t start = now_ns();
-      for (uint64_t i = 1; (st = ucx().ucp_request_check_status(r)) == UCS_INPROGRESS; ++i) {
+      for (uint64_t i = 1;; ++i) {
         // Progress, and past the first polls hand the core over between them: the reply needs
         // the target's progress thread, which may be waiting for this very core.
-        if (!ucx().ucp_worker_progress(worker_) && i > kWaitSpins) sched_yield();
+        unsigned events = 0;
+        {
+          std::lock_guard<std::mutex> g(worker_mu_);
+          st = ucx().ucp_request_check_status(r);
+          if (st != UCS_INPROGRESS) break;
+          events = ucx().ucp_worker_progress(worker_);
+        }
+        if (!events && i > kWaitSpins) sched_yield();
         if (i & 63) continue;
         // a fault recorded meanwhile (a lost peer, named by the watchdog) ends the wait at once
         const bool lost = s && fault_code(*s) != 0;
         if (lost || now_ns() - start > limit) {
+          std::lock_guard<std::mutex> g(worker_mu_);
           ucx().ucp_request_cancel(worker_, r);
           for (int k = 0; k < 1000000 && ucx().ucp_request_check_status(r) == UCS_INPROGRESS; ++k)
             ucx().ucp_worker_progress(worker_);
@@ -431,7 +464,7 @@ class Engine final : public UcxEngine {
           return false;
         }
       }
-      ucx().ucp_request_free(r);
+      locked([&] { return ucx().ucp_request_free(r); });
     }
     if (st == UCS_OK) return true;
     record_fault(TDIST_ERR_SMEM, pe, off, 0, 0, -1,
