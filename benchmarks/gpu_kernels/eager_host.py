@@ -95,7 +95,8 @@ def main():
         # kernel's launcher, as before it), in the same run
         plan = RESOURCES.plans.get(("all_reduce", x.shape, x.dtype, x.get_device(), "auto", RESOURCES.team_key()))
         if plan is not None:
-            pa = (xi.data_ptr(), plan.area.data_ptr(), oi.data_ptr(), plan.epochs.data_ptr(), me, W, 0, 1, plan.nw)
+            area_p, epochs_p, *scalars = plan._args  # what the plan's own call passes: addresses, PEs, words
+            pa = (xi.data_ptr(), area_p, oi.data_ptr(), epochs_p, *scalars)
             rows["direct"] = [per_call(lambda: plan.launch(*pa), args.calls) for _ in range(args.runs)]
             c_path = plan.launch._c
             plan.launch._c = None
