@@ -67,6 +67,8 @@ if(TARGET tdist_device_bc)
   set(TDIST_INSTALLED_BITCODE ${TDIST_INSTALL_BITCODEDIR}/libtdist_device.bc)
   if(NOT SKBUILD)  # the wheel gets it from python/CMakeLists.txt
     install(FILES ${TDIST_DEVICE_BC_FILE} DESTINATION ${TDIST_INSTALL_BITCODEDIR})
+    install(FILES ${PROJECT_BINARY_DIR}/device/NVIDIA/libtdist_device_nvshmem.bc
+            DESTINATION ${TDIST_INSTALL_BITCODEDIR} OPTIONAL)
   endif()
 endif()
 

@@ -36,6 +36,8 @@
  * relative to the block: */
 #define TDIST_TEAM_SYNC_BYTES 256u
 #define TDIST_TEAM_SYNC_DEVICE_BARRIER_OFF 0u /* uint64: this PE's epoch of the team's device barrier */
+/* uint64: barrier arrivals pushed by the team's members reached through the ROCE engine (only growing) */
+#define TDIST_TEAM_SYNC_DEVICE_ARRIVALS_OFF 64u
 
 typedef struct tdist_device_state {
   uint32_t magic;   /* TDIST_DEVICE_STATE_MAGIC */

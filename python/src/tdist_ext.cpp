@@ -7,6 +7,7 @@
 // module builds and loads whether or not libtdist was built with the NVIDIA backend.
 #include <dlfcn.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/tuple.h>
@@ -662,6 +663,12 @@ NB_MODULE(_C, m) {
   m.def("cuda_device_state", [] {
     auto f = cuda_sym<void *(*)()>("tdist_cuda_device_state");
     return f ? reinterpret_cast<uintptr_t>(f()) : uintptr_t(0);
+  });
+  m.def("cuda_engine_bitcode", []() -> std::optional<std::string> {
+    auto f = cuda_sym<const char *(*)()>("tdist_cuda_engine_bitcode");
+    const char *p = f ? f() : nullptr;
+    if (!p) return std::nullopt;
+    return std::string(p);
   });
   m.def("cuda_register_module", [](uintptr_t mod) {
     auto f = require_cuda_sym<int (*)(void *)>("tdist_cuda_register_module");

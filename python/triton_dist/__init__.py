@@ -1,14 +1,16 @@
 """tdist's Triton front end: ``triton_dist.language`` (dl.*) and ``language.extra.libshmem_device``;
 ``triton_dist.jit`` and ``triton_dist.utils``'s host helpers under Triton-distributed's names."""
 from . import utils  # noqa: F401
+from . import _bitcode
 from ._bitcode import find_bitcode, BitcodeNotFound, LIB_NAME  # noqa: F401
 from .jit import jit  # noqa: F401
 
 
 def extern_libs():
-    """``{"libtdist_device": path}``: pass as ``kernel[grid](..., extern_libs=triton_dist.extern_libs())``
-    to put the device bitcode into Triton's cache key (otherwise dl.* add it during compilation)."""
-    return {LIB_NAME: find_bitcode()}
+    """``{"libtdist_device": path}`` (and NVSHMEM's device library in a job that runs the NVSHMEM
+    engine): pass as ``kernel[grid](..., extern_libs=triton_dist.extern_libs())`` to put the device
+    bitcode into Triton's cache key (otherwise dl.* add it during compilation)."""
+    return _bitcode.extern_libs()
 
 
 def _insert_into_triton_ascend():

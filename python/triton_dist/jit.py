@@ -29,11 +29,11 @@ def _prepare(kwargs):
     libs = kwargs.get("extern_libs") or {}
     if _bitcode.LIB_NAME not in dict(libs):
         try:
-            path = _bitcode.find_bitcode()
+            ours = _bitcode.extern_libs()
         except _bitcode.BitcodeNotFound:
             return  # compiling a kernel that calls dl.* raises it with the places tried
         libs = dict(libs)
-        libs[_bitcode.LIB_NAME] = path
+        libs.update(ours)
         kwargs["extern_libs"] = libs
     try:
         import tdist

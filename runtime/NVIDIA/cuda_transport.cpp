@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "core/translate.hpp"
 #include "core/transport.hpp"
 #include "cuda_driver.hpp"
+#include "nvshmem_engine.hpp"
 #include "tdist/NVIDIA/host.h"
 #include "tdist/tdist.h"
 
@@ -52,6 +54,24 @@ class CudaTransport final : public HeapTransport {
   }
   const char *name() const override { return "cuda"; }
 
+  // With the NVSHMEM engine (nvshmem_engine.hpp) PEs on other hosts are reached through it.
+  bool reaches_other_hosts() const override {
+    return nv::nvshmem_roce_peers() != nv::RocePeers::kNone && nv::nvshmem_available();
+  }
+
+  std::vector<void *> rdma_bases() const override {
+    return engine_ ? rdma_ : std::vector<void *>(bases_.size(), nullptr);
+  }
+
+  // Whether some PE is reached only through the engine (the stream barriers then take NVSHMEM's).
+  bool has_engine_peers() const {
+    for (void *b : rdma_)
+      if (b) return true;
+    return false;
+  }
+  const nv::NvshmemEngine *engine() const { return engine_.get(); }
+  const char *engine_bitcode() const { return engine_ ? engine_bc_.c_str() : nullptr; }
+
   void map(ControlPlane &cp, size_t bytes) override {
     std::string why;
     drv_ = cu::driver(&why);
@@ -71,6 +91,14 @@ class CudaTransport final : public HeapTransport {
     // The primary context, so that the runtime API (torch, user kernels) shares our mappings.
     TDIST_CU(drv_, cuDevicePrimaryCtxRetain(&ctx_, dev_));
     TDIST_CU(drv_, cuCtxSetCurrent(ctx_));
+
+    // A job with PEs on other hosts, or TDIST_ROCE_PEERS=all: the heap is NVSHMEM's (job-wide, as
+    // the host layout and the variable are the job's).
+    const nv::RocePeers roce = nv::nvshmem_roce_peers();
+    if (roce != nv::RocePeers::kNone && (cp.local_size() != cp.size() || roce == nv::RocePeers::kAll)) {
+      map_engine(cp, bytes, roce == nv::RocePeers::kAll);
+      return;
+    }
 
     CUmemAllocationProp prop{};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -220,6 +248,13 @@ class CudaTransport final : public HeapTransport {
       drv_->cuMemFree(dstate_);
       dstate_ = 0;
     }
+    if (engine_) {
+      for (CUmodule m : engine_modules_) engine_->module_finalize(m);
+      engine_modules_.clear();
+      engine_.reset();  // nvshmem_free of the heap, then NVSHMEM's finalize (collective, as finalize is)
+      bases_.assign(bases_.size(), nullptr);
+      rdma_.clear();
+    }
     for (void *&b : bases_)
       if (b) {
         drv_->cuMemUnmap(CUdeviceptr(b), size_);
@@ -309,6 +344,10 @@ class CudaTransport final : public HeapTransport {
                 "module global %s has %zu bytes, expected a pointer", kStateSymbol, sz);
     void *p = reinterpret_cast<void *>(dstate_);
     TDIST_CU(drv_, cuMemcpyHtoD(sym, &p, sizeof p));
+    // A module linked with NVSHMEM's device library gets NVSHMEM's device state too, once.
+    if (engine_ && std::find(engine_modules_.begin(), engine_modules_.end(), m) == engine_modules_.end() &&
+        engine_->module_init(m, "registering a module"))
+      engine_modules_.push_back(m);
     if (CUdeviceptr fs = fast_symbol(m)) {
       const tdist_device_fast_t f = fast_state();
       TDIST_CU(drv_, cuMemcpyHtoD(fs, &f, sizeof f));
@@ -343,7 +382,42 @@ class CudaTransport final : public HeapTransport {
     return CUdeviceptr(r.ptr);
   }
 
+  // A module leaves the registry: NVSHMEM forgets it too. g_mu held.
+  void forget_engine_module(CUmodule m) {
+    auto it = std::find(engine_modules_.begin(), engine_modules_.end(), m);
+    if (it == engine_modules_.end()) return;
+    engine_->module_finalize(m);
+    engine_modules_.erase(it);
+  }
+
  private:
+  // The heap through the NVSHMEM engine: NVSHMEM's symmetric heap; PEs NVSHMEM maps by P2P keep the
+  // load/store path (their nvshmem_ptr), unless `all_remote`; every other PE is an engine peer, whose
+  // rdma base is this PE's own heap base (NVSHMEM takes local symmetric addresses).
+  void map_engine(ControlPlane &cp, size_t bytes, bool all_remote) {
+    const int n = cp.size(), me = cp.rank();
+    size_ = bytes;
+    engine_bc_ = nv::NvshmemEngine::device_bitcode();
+    TDIST_CHECK(
+        !engine_bc_.empty(), TDIST_ERR_NOT_SUPPORTED,
+        "the NVSHMEM engine: NVSHMEM's device bitcode libnvshmem_device.bc is not next to its host library "
+        "(set TDIST_NVSHMEM_DEVICE_BITCODE)");
+    engine_ = std::make_unique<nv::NvshmemEngine>(cp, bytes, ctx_);
+    local_ = engine_->heap();
+    bases_.assign(n, nullptr);
+    rdma_.assign(n, nullptr);
+    for (int pe = 0; pe < n; ++pe) {
+      if (pe == me) {
+        bases_[pe] = local_;
+        continue;
+      }
+      bases_[pe] = all_remote ? nullptr : engine_->ptr(local_, pe);
+      if (!bases_[pe]) rdma_[pe] = local_;
+    }
+    std::lock_guard<std::mutex> g(g_mu);
+    g_active = this;
+  }
+
   // Map one heap (ours or an imported peer's) at `va`, inside the reservation range_.
   void *map_one(bool own, int fd, CUdeviceptr va) {
     CUmemGenericAllocationHandle h = own_;
@@ -385,7 +459,11 @@ class CudaTransport final : public HeapTransport {
   CUdeviceptr dstate_ = 0;
   CUmodule kernels_ = nullptr;
   tdist_device_state_t host_state_{};
-  std::vector<uint64_t> p2p_copy_;  // host_state_.p2p_heap_base, owned here
+  std::vector<uint64_t> p2p_copy_;             // host_state_.p2p_heap_base, owned here
+  std::unique_ptr<nv::NvshmemEngine> engine_;  // the ROCE engine, when the job runs it
+  std::vector<void *> rdma_;                   // [n_pes] engine bases (engine_ only)
+  std::vector<CUmodule> engine_modules_;       // modules NVSHMEM initialised
+  std::string engine_bc_;                      // libnvshmem_device.bc of the engine
 };
 
 CudaTransport &active(const char *api) {
@@ -440,6 +518,11 @@ TDIST_EXPORT int tdist_cuda_device(void) {
   return g_active ? g_active->ordinal() : -1;
 }
 
+TDIST_EXPORT const char *tdist_cuda_engine_bitcode(void) {
+  std::lock_guard<std::mutex> g(g_mu);
+  return g_active ? g_active->engine_bitcode() : nullptr;
+}
+
 TDIST_EXPORT int tdist_cuda_register_module(void *cu_module) {
   return c_boundary("tdist_cuda_register_module", [&] {
     TDIST_CHECK(cu_module, TDIST_ERR_INVALID_PARAM, "cu_module is NULL");
@@ -476,6 +559,7 @@ TDIST_EXPORT int tdist_cuda_unregister_module(void *cu_module) {
       return;
     }
     g_modules.erase(it);
+    if (g_active) g_active->forget_engine_module(static_cast<CUmodule>(cu_module));
   });
 }
 
@@ -518,6 +602,11 @@ TDIST_EXPORT int tdist_cuda_check_fault(void *stream) {
 TDIST_EXPORT int tdist_cuda_barrier_all_on_stream(void *stream) {
   return c_boundary("tdist_cuda_barrier_all_on_stream", [&] {
     CudaTransport &t = active("tdist_cuda_barrier_all_on_stream");
+    if (t.has_engine_peers()) {  // the library's kernel has no engine path: NVSHMEM's barrier
+      t.make_current();
+      t.engine()->barrier_all_on_stream(static_cast<CUstream>(stream));
+      return;
+    }
     CUfunction f = t.kernel("tdisti_nv_barrier_kernel");
     TDIST_CU(t.drv(),
              cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, static_cast<CUstream>(stream), nullptr, nullptr));
@@ -550,6 +639,13 @@ TDIST_EXPORT int tdist_cuda_team_barrier_on_stream(int32_t team, void *stream) {
   return c_boundary("tdist_cuda_team_barrier_on_stream", [&] {
     const TeamSync ts = team_sync(team, "tdist_cuda_team_barrier_on_stream");
     CudaTransport &t = active("tdist_cuda_team_barrier_on_stream");
+    for (int i = 0; i < ts.size; ++i)
+      TDIST_CHECK(
+          !t.rdma_bases()[size_t(ts.start + i * ts.stride)], TDIST_ERR_NOT_SUPPORTED,
+          "tdist_cuda_team_barrier_on_stream: member PE %d of team %d is reached only through the ROCE "
+          "engine, and a split team's stream barrier has no engine path (the world's has: "
+          "tdist_cuda_barrier_all_on_stream)",
+          ts.start + i * ts.stride, team);
     CUfunction f = t.kernel("tdisti_nv_team_barrier_kernel");
     uint64_t off = ts.epoch_off;
     int start = ts.start, stride = ts.stride, size = ts.size, me = ts.my_index;

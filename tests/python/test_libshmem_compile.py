@@ -95,3 +95,32 @@ def test_signal_wait_until_is_bounded(compile_ptx):
     with pytest.raises(triton.compiler.errors.CompilationError) as e:
         compile_ptx(wait_negative_is_refused, {"sig": "*i64"})
     assert "timeout_ns must be None (the runtime's budget) or a constant int >= 0" in _messages(e.value)
+
+
+@triton.jit
+def pg_half_bf16(h, b, out_h, out_b):
+    peer = (shm.my_pe() + 1) % shm.n_pes()
+    shm.half_p(h, tl.load(out_h), peer)
+    shm.bfloat16_p(b, tl.load(out_b), peer)
+    tl.store(out_h, shm.half_g(h, peer))
+    tl.store(out_b, shm.bfloat16_g(b, peer))
+
+
+@triton.jit
+def pg_int(x, out):
+    peer = (shm.my_pe() + 1) % shm.n_pes()
+    shm.int_p(x, 7, peer)
+    tl.store(out, shm.int_g(x, peer))
+
+
+def test_pg_through_the_abi(compile_ptx):
+    # single-element p / g are the ABI's thread forms (a PE behind the ROCE engine gets the same call):
+    # a release store and a relaxed system-scope load after the translation, inlined; half and
+    # bfloat16 as their 16-bit patterns
+    b = body(compile_ptx(pg_int, {"x": "*i32", "out": "*i32"}))
+    assert "st.release.sys.global.b32" in b or "st.release.sys.global.u32" in b
+    assert re.search(r"ld\.relaxed\.sys\.global\.(b|u|s)32", b)
+    assert not re.search(r"call\.uni[^;]*tdist", b)
+    b = body(compile_ptx(pg_half_bf16, {"h": "*fp16", "b": "*bf16", "out_h": "*fp16", "out_b": "*bf16"}))
+    assert len(re.findall(r"st\.release\.sys\.global\.(b|u)16", b)) == 2
+    assert len(re.findall(r"ld\.relaxed\.sys\.global\.(b|u|s)16", b)) == 2

@@ -639,6 +639,231 @@ TDISTI_NV_FN void tdisti_nv_copy(void *dst, const void *src, size_t n, size_t id
     tdisti_nv_copy_elems<char>(d, s, n, idx, stride);
 }
 
+/* ---- the ROCE engine: PEs without a load/store mapping (docs/CONTRACT.md section 5) ----
+ * libtdist_device_nvshmem.bc is this header compiled with TDIST_NV_ENGINE_NVSHMEM; Triton links it
+ * with NVSHMEM's libnvshmem_device.bc when the runtime runs the NVSHMEM engine. There, a PE whose p2p
+ * base is NULL and whose rdma base is set is reached through NVSHMEM's device API, at the address
+ * rdma base + heap offset (the heap is NVSHMEM's symmetric heap, and the rdma base of every engine
+ * peer is this PE's own heap base: NVSHMEM takes the local address of a symmetric object). In the
+ * plain library, and for a PE no table reaches, an operation records TDIST_ERR_NOT_SUPPORTED for that
+ * PE instead of being dropped. The scope of an engine call is the tdist form's: a thread form calls
+ * NVSHMEM's thread form, the warp and block forms NVSHMEM's _warp and _block forms (every lane / thread
+ * of the group calls them, as the tdist forms require). */
+enum { TDISTI_NV_SCOPE_THREAD = 0, TDISTI_NV_SCOPE_WARP = 1, TDISTI_NV_SCOPE_BLOCK = 2 };
+/* NVSHMEM's signal operators (nvshmem_constants.h; the host side checks them at compile time). */
+#define TDISTI_NV_NVSHMEM_SIGNAL_SET 9
+#define TDISTI_NV_NVSHMEM_SIGNAL_ADD 10
+
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+extern "C" {
+#define TDISTI_NV_NVSHMEM_RMA(prefix, suffix)                                                                \
+  TDISTI_NV_DEV void prefix##putmem##suffix(void *dst, const void *src, size_t nbytes, int pe);              \
+  TDISTI_NV_DEV void prefix##putmem_nbi##suffix(void *dst, const void *src, size_t nbytes, int pe);          \
+  TDISTI_NV_DEV void prefix##getmem##suffix(void *dst, const void *src, size_t nbytes, int pe);              \
+  TDISTI_NV_DEV void prefix##putmem_signal##suffix(void *dst, const void *src, size_t nbytes,                \
+                                                   uint64_t *sig_addr, uint64_t signal, int sig_op, int pe); \
+  TDISTI_NV_DEV void prefix##putmem_signal_nbi##suffix(                                                      \
+      void *dst, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+TDISTI_NV_NVSHMEM_RMA(nvshmem_, )
+TDISTI_NV_NVSHMEM_RMA(nvshmemx_, _warp)
+TDISTI_NV_NVSHMEM_RMA(nvshmemx_, _block)
+#undef TDISTI_NV_NVSHMEM_RMA
+TDISTI_NV_DEV void nvshmemx_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+TDISTI_NV_DEV void nvshmem_uint32_atomic_set(uint32_t *dst, uint32_t value, int pe);
+TDISTI_NV_DEV void nvshmem_uint32_atomic_add(uint32_t *dst, uint32_t value, int pe);
+TDISTI_NV_DEV void nvshmem_uint8_p(uint8_t *dst, uint8_t value, int pe);
+TDISTI_NV_DEV void nvshmem_uint16_p(uint16_t *dst, uint16_t value, int pe);
+TDISTI_NV_DEV void nvshmem_uint32_p(uint32_t *dst, uint32_t value, int pe);
+TDISTI_NV_DEV void nvshmem_uint64_p(uint64_t *dst, uint64_t value, int pe);
+TDISTI_NV_DEV uint8_t nvshmem_uint8_g(const uint8_t *src, int pe);
+TDISTI_NV_DEV uint16_t nvshmem_uint16_g(const uint16_t *src, int pe);
+TDISTI_NV_DEV uint32_t nvshmem_uint32_g(const uint32_t *src, int pe);
+TDISTI_NV_DEV uint64_t nvshmem_uint64_g(const uint64_t *src, int pe);
+TDISTI_NV_DEV void nvshmem_fence(void);
+TDISTI_NV_DEV void nvshmem_quiet(void);
+}
+#endif
+
+/* The engine's address of symmetric `addr` on `pe`, or NULL: no engine reaches `pe`. */
+TDISTI_NV_FN void *tdisti_nv_engine_addr(const void *addr, int pe) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  tdist_device_state_t *st = tdisti_nv_state();
+  if (st == 0 || st->rdma_heap_base == 0 || pe < 0 || pe >= st->n_pes) return 0;
+  const uint64_t off = (uint64_t)((uintptr_t)addr - (uintptr_t)st->heap_base);
+  char *b = (char *)st->rdma_heap_base[pe];
+  return b != 0 && off < st->heap_size ? b + off : 0;
+#else
+  (void)addr;
+  (void)pe;
+  return 0;
+#endif
+}
+
+/* No load/store path to `pe` and no engine: record it (a bad PE or address has already recorded
+ * INVALID_PARAM in the translation; the first fault wins). */
+TDISTI_NV_FN void tdisti_nv_unreachable(int pe, uint64_t what) {
+  tdisti_nv_fault(TDISTI_NV_ERR_NOT_SUPPORTED, pe, 0, -1, what, 0);
+}
+
+/* NVSHMEM's form of one group RMA by scope (every participant calls; a uniform branch). */
+#define TDISTI_NV_ENGINE_CALL(scope, name, ...) \
+  do {                                          \
+    if ((scope) == TDISTI_NV_SCOPE_BLOCK)       \
+      nvshmemx_##name##_block(__VA_ARGS__);     \
+    else if ((scope) == TDISTI_NV_SCOPE_WARP)   \
+      nvshmemx_##name##_warp(__VA_ARGS__);      \
+    else                                        \
+      nvshmem_##name(__VA_ARGS__);              \
+  } while (0)
+
+/* A put of `n` bytes from local `src` to symmetric `dst` on `pe` by a group (participant `idx` of
+ * `size`): the load/store copy when `p` (dst translated by the p2p table) is set, else the engine's
+ * put, else a recorded NOT_SUPPORTED. The engine's blocking form in every tdist form, nbi ones too:
+ * tdist lets the source be reused on return, which NVSHMEM's _nbi forms do not. Delivery is the
+ * engine's quiet (tdist_quiet), as the load/store path's is fence.sc.sys. */
+TDISTI_NV_FN void tdisti_nv_put(void *p, void *dst, const void *src, size_t n, int pe, size_t idx,
+                                size_t size, int scope) {
+  if (p) {
+    tdisti_nv_copy(p, src, n, idx, size);
+    return;
+  }
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  if (void *e = tdisti_nv_engine_addr(dst, pe)) {
+    TDISTI_NV_ENGINE_CALL(scope, putmem, e, src, n, pe);
+    return;
+  }
+#endif
+  (void)dst;
+  (void)scope;
+  tdisti_nv_unreachable(pe, n);
+}
+/* A get (complete on return in every form, as the load/store copy is). */
+TDISTI_NV_FN void tdisti_nv_get(const void *p, void *dst, const void *src, size_t n, int pe, size_t idx,
+                                size_t size, int scope) {
+  if (p) {
+    tdisti_nv_copy(dst, p, n, idx, size);
+    return;
+  }
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  if (void *e = tdisti_nv_engine_addr(src, pe)) {
+    TDISTI_NV_ENGINE_CALL(scope, getmem, dst, e, n, pe);
+    return;
+  }
+#endif
+  (void)src;
+  (void)scope;
+  tdisti_nv_unreachable(pe, n);
+}
+
+/* The engine's operator for a tdist one (-1: not a tdist operator; the caller faults). */
+TDISTI_NV_FN int tdisti_nv_engine_sig_op(int op) {
+  return op == TDIST_SIGNAL_SET   ? TDISTI_NV_NVSHMEM_SIGNAL_SET
+         : op == TDIST_SIGNAL_ADD ? TDISTI_NV_NVSHMEM_SIGNAL_ADD
+                                  : -1;
+}
+
+/* putmem_signal to a PE reached only by the engine, by a group: NVSHMEM's (blocking) putmem_signal,
+ * which delivers the signal after the data. Returns 0 when the engine took it, else 1 (the caller goes on
+ * with the load/store path, whose own translation faults for an unreachable PE). */
+TDISTI_NV_FN int tdisti_nv_engine_put_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t v,
+                                             int op, int pe, int scope) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  if (tdisti_nv_ptr(dst, pe) != 0) return 1;
+  void *e = tdisti_nv_engine_addr(dst, pe);
+  uint64_t *es = (uint64_t *)tdisti_nv_engine_addr(sig, pe);
+  if (e == 0 || es == 0) return 1;
+  const int nop = tdisti_nv_engine_sig_op(op);
+  if (nop < 0) {
+    tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, 0, -1, (uint64_t)op, v);
+    return 0;
+  }
+  TDISTI_NV_ENGINE_CALL(scope, putmem_signal, e, src, n, es, v, nop, pe);
+  return 0;
+#else
+  (void)dst, (void)src, (void)n, (void)sig, (void)v, (void)op, (void)pe, (void)scope;
+  return 1;
+#endif
+}
+
+/* The engine's part of tdist_fence / tdist_quiet (nothing in the plain library). */
+TDISTI_NV_FN void tdisti_nv_engine_fence(void) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  nvshmem_fence();
+#endif
+}
+TDISTI_NV_FN void tdisti_nv_engine_quiet(void) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  nvshmem_quiet();
+#endif
+}
+
+/* A release update of a signal slot on a PE reached only by the engine: NVSHMEM's fence (this
+ * thread's earlier engine operations to `pe` are delivered first), then its signal op / atomic. */
+template <class T>
+TDISTI_NV_FN void tdisti_nv_engine_notify(T *slot, T v, int32_t pe, int32_t op) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  if (void *e = tdisti_nv_engine_addr(slot, pe)) {
+    if (op != TDIST_SIGNAL_SET && op != TDIST_SIGNAL_ADD) {
+      tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, 0, -1, (uint64_t)op, 0);
+      return;
+    }
+    tdisti_nv_fence_sc_sys();
+    nvshmem_fence();
+    if (sizeof(T) == 8) {
+      uint64_t b;
+      __builtin_memcpy(&b, &v, 8);
+      nvshmemx_signal_op((uint64_t *)e, b, tdisti_nv_engine_sig_op(op), pe);
+    } else {
+      uint32_t b;
+      __builtin_memcpy(&b, &v, 4);
+      if (op == TDIST_SIGNAL_SET)
+        nvshmem_uint32_atomic_set((uint32_t *)e, b, pe);
+      else
+        nvshmem_uint32_atomic_add((uint32_t *)e, b, pe);
+    }
+    return;
+  }
+#endif
+  (void)slot;
+  (void)v;
+  tdisti_nv_unreachable(pe, (uint64_t)op);
+}
+
+/* Typed p (release) and g through the engine, by the width of the type. */
+TDISTI_NV_FN void tdisti_nv_engine_p(void *dst, uint64_t bits, unsigned width, int pe) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  if (void *e = tdisti_nv_engine_addr(dst, pe)) {
+    tdisti_nv_fence_sc_sys();
+    nvshmem_fence();
+    if (width == 1)
+      nvshmem_uint8_p((uint8_t *)e, (uint8_t)bits, pe);
+    else if (width == 2)
+      nvshmem_uint16_p((uint16_t *)e, (uint16_t)bits, pe);
+    else if (width == 4)
+      nvshmem_uint32_p((uint32_t *)e, (uint32_t)bits, pe);
+    else
+      nvshmem_uint64_p((uint64_t *)e, bits, pe);
+    return;
+  }
+#endif
+  (void)dst;
+  (void)bits;
+  tdisti_nv_unreachable(pe, width);
+}
+TDISTI_NV_FN uint64_t tdisti_nv_engine_g(const void *src, unsigned width, int pe) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  if (void *e = tdisti_nv_engine_addr(src, pe)) {
+    if (width == 1) return nvshmem_uint8_g((const uint8_t *)e, pe);
+    if (width == 2) return nvshmem_uint16_g((const uint16_t *)e, pe);
+    if (width == 4) return nvshmem_uint32_g((const uint32_t *)e, pe);
+    return nvshmem_uint64_g((const uint64_t *)e, pe);
+  }
+#endif
+  (void)src;
+  tdisti_nv_unreachable(pe, width);
+  return 0;
+}
+
 /* Signal update on a translated address. */
 TDISTI_NV_FN void tdisti_nv_signal_at(uint64_t *p, uint64_t v, int op, int pe) {
   if (op == TDIST_SIGNAL_SET)
@@ -653,10 +878,9 @@ template <class T>
 TDISTI_NV_FN void tdisti_nv_notify(T *slot, T v, int32_t pe, int32_t op) {
   T *p = (T *)tdisti_nv_ptr(slot, pe);
   if (p == 0) {
-    /* No load/store path to `pe` (a bad PE or address has already recorded INVALID_PARAM; the
-     * first fault wins): record it rather than drop the signal, so the waiter's side is not the
-     * only one to see a timeout. */
-    tdisti_nv_fault(TDISTI_NV_ERR_NOT_SUPPORTED, pe, 0, -1, (uint64_t)op, 0);
+    /* No load/store path to `pe`: the engine's signal, or (no engine) a recorded NOT_SUPPORTED
+     * rather than a dropped signal, so the waiter's side is not the only one to see a timeout. */
+    tdisti_nv_engine_notify<T>(slot, v, pe, op);
     return;
   }
   if (sizeof(T) == 8) {
@@ -688,35 +912,32 @@ TDISTI_NV_ABI int tdist_n_pes(void) {
 TDISTI_NV_ABI void *tdist_ptr(const void *addr, int pe) { return tdisti_nv_ptr(addr, pe); }
 
 /* Typed p (release store: usable as a flag) and g (relaxed system-scope load). */
-#define TDISTI_NV_DEFINE_PG(name, T)                             \
-  TDISTI_NV_ABI void tdist_##name##_p(T *dst, T value, int pe) { \
-    T *p = (T *)tdisti_nv_ptr(dst, pe);                          \
-    if (p == 0) return;                                          \
-    uint64_t bits = 0;                                           \
-    __builtin_memcpy(&bits, &value, sizeof(T));                  \
-    tdisti_nv_st_release_bits(p, bits, sizeof(T));               \
-  }                                                              \
-  TDISTI_NV_ABI T tdist_##name##_g(const T *src, int pe) {       \
-    const T *p = (const T *)tdisti_nv_ptr(src, pe);              \
-    T v;                                                         \
-    if (p == 0) {                                                \
-      __builtin_memset(&v, 0, sizeof v);                         \
-      return v;                                                  \
-    }                                                            \
-    uint64_t bits = tdisti_nv_ld_relaxed_bits(p, sizeof(T));     \
-    __builtin_memcpy(&v, &bits, sizeof(T));                      \
-    return v;                                                    \
+#define TDISTI_NV_DEFINE_PG(name, T)                                                               \
+  TDISTI_NV_ABI void tdist_##name##_p(T *dst, T value, int pe) {                                   \
+    T *p = (T *)tdisti_nv_ptr(dst, pe);                                                            \
+    uint64_t bits = 0;                                                                             \
+    __builtin_memcpy(&bits, &value, sizeof(T));                                                    \
+    if (p == 0)                                                                                    \
+      tdisti_nv_engine_p(dst, bits, sizeof(T), pe);                                                \
+    else                                                                                           \
+      tdisti_nv_st_release_bits(p, bits, sizeof(T));                                               \
+  }                                                                                                \
+  TDISTI_NV_ABI T tdist_##name##_g(const T *src, int pe) {                                         \
+    const T *p = (const T *)tdisti_nv_ptr(src, pe);                                                \
+    T v;                                                                                           \
+    const uint64_t bits =                                                                          \
+        p == 0 ? tdisti_nv_engine_g(src, sizeof(T), pe) : tdisti_nv_ld_relaxed_bits(p, sizeof(T)); \
+    __builtin_memcpy(&v, &bits, sizeof(T));                                                        \
+    return v;                                                                                      \
   }
 TDIST_FOR_EACH_RMA_TYPE(TDISTI_NV_DEFINE_PG)
 #undef TDISTI_NV_DEFINE_PG
 
 TDISTI_NV_ABI void tdist_putmem(void *dst, const void *src, size_t nbytes, int pe) {
-  void *p = tdisti_nv_ptr(dst, pe);
-  if (p) tdisti_nv_copy(p, src, nbytes, 0, 1);
+  tdisti_nv_put(tdisti_nv_ptr(dst, pe), dst, src, nbytes, pe, 0, 1, TDISTI_NV_SCOPE_THREAD);
 }
 TDISTI_NV_ABI void tdist_getmem(void *dst, const void *src, size_t nbytes, int pe) {
-  const void *p = tdisti_nv_ptr(src, pe);
-  if (p) tdisti_nv_copy(dst, p, nbytes, 0, 1);
+  tdisti_nv_get(tdisti_nv_ptr(src, pe), dst, src, nbytes, pe, 0, 1, TDISTI_NV_SCOPE_THREAD);
 }
 /* SM loads/stores are issued in order; nbi differs only in not implying completion before
  * tdist_quiet (the stores may still be in flight to the peer). */
@@ -733,6 +954,9 @@ TDISTI_NV_ABI void tdist_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_
 }
 TDISTI_NV_ABI void tdist_putmem_signal(void *dst, const void *src, size_t nbytes, uint64_t *sig_addr,
                                        uint64_t signal, int sig_op, int pe) {
+  if (tdisti_nv_engine_put_signal(dst, src, nbytes, sig_addr, signal, sig_op, pe, TDISTI_NV_SCOPE_THREAD) ==
+      0)
+    return;
   tdist_putmem(dst, src, nbytes, pe);
   /* The release below orders this thread's data stores before the signal. */
   tdist_signal_op(sig_addr, signal, sig_op, pe);
@@ -782,8 +1006,14 @@ TDISTI_NV_ABI int64_t tdistx_consume_token_int64(int64_t value, int32_t token) {
   return value;
 }
 
-TDISTI_NV_ABI void tdist_fence(void) { tdisti_nv_fence_acq_rel_sys(); }
-TDISTI_NV_ABI void tdist_quiet(void) { tdisti_nv_fence_sc_sys(); }
+TDISTI_NV_ABI void tdist_fence(void) {
+  tdisti_nv_fence_acq_rel_sys();
+  tdisti_nv_engine_fence();
+}
+TDISTI_NV_ABI void tdist_quiet(void) {
+  tdisti_nv_fence_sc_sys();
+  tdisti_nv_engine_quiet();
+}
 
 /* The cross-PE part of every device barrier, run by one thread per PE, over a member set: world PEs
  * start + i * stride, i < size, this PE being member `me`, each with its epoch word at heap offset
@@ -799,27 +1029,59 @@ TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st, uint64_t epo
   char *heap = (char *)TDISTI_NV_SF_PTR(st, heap_base);
   uint64_t *epoch_p = (uint64_t *)(heap + epoch_off);
   const uint64_t e = tdisti_nv_ld_relaxed_u64(epoch_p) + 1;
+  /* Members behind the engine (no p2p base) are told, not read: one engine add to each one's
+   * arrivals counter, after this PE's earlier engine operations are delivered (the engine's quiet).
+   * The world's counter is TDIST_SYNC_DEVICE_ARRIVALS_OFF, a team's is in its sync words. */
+  const uint64_t arrivals_off =
+      epoch_off == TDIST_SYNC_DEVICE_BARRIER_OFF
+          ? (uint64_t)TDIST_SYNC_DEVICE_ARRIVALS_OFF
+          : epoch_off - TDIST_TEAM_SYNC_DEVICE_BARRIER_OFF + TDIST_TEAM_SYNC_DEVICE_ARRIVALS_OFF;
+  uint64_t n_engine = 0;
+  for (int i = 0; i < size; ++i) {
+    const int pe = start + i * stride;
+    if (i == me || tdisti_nv_p2p_base(st, pe) != 0) continue;
+    if (n_engine++ == 0) {
+      tdisti_nv_fence_sc_sys();
+      tdisti_nv_engine_quiet();
+    }
+    tdisti_nv_engine_notify<uint64_t>((uint64_t *)(heap + arrivals_off), 1, pe, TDIST_SIGNAL_ADD);
+  }
+  if (n_engine != 0 && tdisti_nv_faulted(st)) return tdisti_nv_ld_volatile_s32(&st->fault_code);
   tdisti_nv_st_release_u64(epoch_p, e);
   const uint64_t t0 = tdisti_nv_globaltimer();
   int32_t status = 0;
   for (uint32_t it = 0;; ++it) {
     int bad = -1;
     uint64_t seen = 0;
+    const uint64_t *bad_p = 0;
     for (int i = 0; i < size; ++i) {
       if (i == me) continue;
       const int pe = start + i * stride;
-      const uint64_t *q = (const uint64_t *)(tdisti_nv_p2p_base(st, pe) + epoch_off);
+      const char *base = tdisti_nv_p2p_base(st, pe);
+      if (base == 0) continue; /* an engine member: counted below */
+      const uint64_t *q = (const uint64_t *)(base + epoch_off);
       uint64_t v = tdisti_nv_ld_relaxed_u64(q);
       if (v != e && v != e + 1) {
         bad = pe;
         seen = v;
+        bad_p = q;
         break;
+      }
+    }
+    /* every engine member adds once per barrier and none starts barrier e + 1 before all arrived at
+     * this one: e * n_engine adds have come once they all arrived (more: some went on) */
+    if (bad < 0 && n_engine != 0) {
+      const uint64_t *arrived = (const uint64_t *)(heap + arrivals_off);
+      const uint64_t v = tdisti_nv_ld_relaxed_u64(arrived);
+      if (v < e * n_engine) {
+        bad = st->my_pe;
+        seen = v;
+        bad_p = arrived;
       }
     }
     if (bad < 0) break;
     if ((it & 63u) == 63u &&
-        (status = tdisti_nv_wait_check(st, t0, st->wait_timeout_ns, tdisti_nv_p2p_base(st, bad) + epoch_off,
-                                       TDIST_CMP_EQ, e, seen)) != 0)
+        (status = tdisti_nv_wait_check(st, t0, st->wait_timeout_ns, bad_p, TDIST_CMP_EQ, e, seen)) != 0)
       break;
   }
   tdisti_nv_fence_acq_rel_sys();
@@ -872,30 +1134,31 @@ TDISTI_NV_ABI int32_t tdistx_num_programs(int32_t axis) {
  * Warp and block forms (extensions). Every participating thread passes the same arguments.
  * ====================================================================================== */
 
-#define TDISTI_NV_DEFINE_GROUP_RMA(scope, IDX, SIZE, SYNC)                                                   \
+#define TDISTI_NV_DEFINE_GROUP_RMA(scope, IDX, SIZE, SYNC, SCOPE)                                            \
   TDISTI_NV_ABI void tdistx_putmem_##scope(void *dst, const void *src, size_t nbytes, int pe) {              \
-    void *p = tdisti_nv_ptr(dst, pe);                                                                        \
-    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                                        \
+    tdisti_nv_put(tdisti_nv_ptr(dst, pe), dst, src, nbytes, pe, IDX, SIZE, SCOPE);                           \
     SYNC;                                                                                                    \
   }                                                                                                          \
   TDISTI_NV_ABI void tdistx_getmem_##scope(void *dst, const void *src, size_t nbytes, int pe) {              \
-    const void *p = tdisti_nv_ptr(src, pe);                                                                  \
-    if (p) tdisti_nv_copy(dst, p, nbytes, IDX, SIZE);                                                        \
+    tdisti_nv_get(tdisti_nv_ptr(src, pe), dst, src, nbytes, pe, IDX, SIZE, SCOPE);                           \
     SYNC;                                                                                                    \
   }                                                                                                          \
   TDISTI_NV_ABI void tdistx_putmem_nbi_##scope(void *dst, const void *src, size_t nbytes, int pe) {          \
-    void *p = tdisti_nv_ptr(dst, pe);                                                                        \
-    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                                        \
+    tdisti_nv_put(tdisti_nv_ptr(dst, pe), dst, src, nbytes, pe, IDX, SIZE, SCOPE);                           \
   }                                                                                                          \
   TDISTI_NV_ABI void tdistx_getmem_nbi_##scope(void *dst, const void *src, size_t nbytes, int pe) {          \
-    const void *p = tdisti_nv_ptr(src, pe);                                                                  \
-    if (p) tdisti_nv_copy(dst, p, nbytes, IDX, SIZE);                                                        \
+    tdisti_nv_get(tdisti_nv_ptr(src, pe), dst, src, nbytes, pe, IDX, SIZE, SCOPE);                           \
   }                                                                                                          \
-  /* data from all participants, then (after the group sync) one release signal */                           \
+  /* data from all participants, then (after the group sync) one release signal; through the engine,         \
+   * NVSHMEM's putmem_signal of the group */                                                                 \
   TDISTI_NV_ABI void tdistx_putmem_signal_##scope(void *dst, const void *src, size_t nbytes,                 \
                                                   uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { \
+    if (tdisti_nv_engine_put_signal(dst, src, nbytes, sig_addr, signal, sig_op, pe, SCOPE) == 0) {           \
+      SYNC;                                                                                                  \
+      return;                                                                                                \
+    }                                                                                                        \
     void *p = tdisti_nv_ptr(dst, pe);                                                                        \
-    if (p) tdisti_nv_copy(p, src, nbytes, IDX, SIZE);                                                        \
+    tdisti_nv_put(p, dst, src, nbytes, pe, IDX, SIZE, SCOPE);                                                \
     SYNC;                                                                                                    \
     if (IDX == 0) {                                                                                          \
       tdisti_nv_fence_sc_sys();                                                                              \
@@ -907,8 +1170,9 @@ TDISTI_NV_ABI int32_t tdistx_num_programs(int32_t axis) {
       void *dst, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) {  \
     tdistx_putmem_signal_##scope(dst, src, nbytes, sig_addr, signal, sig_op, pe);                            \
   }
-TDISTI_NV_DEFINE_GROUP_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp())
-TDISTI_NV_DEFINE_GROUP_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(), tdisti_nv_syncthreads())
+TDISTI_NV_DEFINE_GROUP_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp(), TDISTI_NV_SCOPE_WARP)
+TDISTI_NV_DEFINE_GROUP_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(), tdisti_nv_syncthreads(),
+                           TDISTI_NV_SCOPE_BLOCK)
 #undef TDISTI_NV_DEFINE_GROUP_RMA
 
 /* Block-cooperative slot wait: threads 0..n-1 (strided) poll the slots, then the CTA syncs. The
@@ -1186,13 +1450,14 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
   return 0;
 }
 
-#define TDISTI_NV_DEFINE_SHMEM_RMA(scope, IDX, SIZE, SYNC)                                                 \
+#define TDISTI_NV_DEFINE_SHMEM_RMA(scope, IDX, SIZE, SYNC, SCOPE)                                          \
   TDISTI_NV_ABI int32_t tdistx_shmem_putmem_##scope##_i64(int64_t dst, int64_t src, int64_t nbytes,        \
                                                           int32_t pe) {                                    \
     SYNC;                                                                                                  \
     void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
-    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                                 \
+    tdisti_nv_put(p, TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes, pe, IDX, SIZE, SCOPE);            \
     tdisti_nv_fence_sc_sys();                                                                              \
+    if (p == 0) tdisti_nv_engine_quiet(); /* blocking: delivered on return, as the stores are */           \
     SYNC;                                                                                                  \
     return 0;                                                                                              \
   }                                                                                                        \
@@ -1200,7 +1465,7 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
                                                               int32_t pe) {                                \
     SYNC;                                                                                                  \
     void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
-    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                                 \
+    tdisti_nv_put(p, TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes, pe, IDX, SIZE, SCOPE);            \
     SYNC;                                                                                                  \
     return 0;                                                                                              \
   }                                                                                                        \
@@ -1208,7 +1473,7 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
                                                           int32_t pe) {                                    \
     SYNC;                                                                                                  \
     const void *p = tdisti_nv_ptr(TDISTI_NV_P(src), pe);                                                   \
-    if (p) tdisti_nv_copy(TDISTI_NV_P(dst), p, (size_t)nbytes, IDX, SIZE);                                 \
+    tdisti_nv_get(p, TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes, pe, IDX, SIZE, SCOPE);            \
     SYNC;                                                                                                  \
     return 0;                                                                                              \
   }                                                                                                        \
@@ -1216,8 +1481,11 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
       int64_t dst, int64_t src, int64_t nbytes, int64_t sig_addr, uint64_t signal, int32_t sig_op,         \
       int32_t pe) {                                                                                        \
     SYNC;                                                                                                  \
+    if (tdisti_nv_engine_put_signal(TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes,                    \
+                                    (uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe, SCOPE) == 0)    \
+      return 0;                                                                                            \
     void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
-    if (p) tdisti_nv_copy(p, TDISTI_NV_P(src), (size_t)nbytes, IDX, SIZE);                                 \
+    tdisti_nv_put(p, TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes, pe, IDX, SIZE, SCOPE);            \
     SYNC;                                                                                                  \
     if (IDX == 0) {                                                                                        \
       tdisti_nv_fence_sc_sys();                                                                            \
@@ -1233,10 +1501,24 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
     SYNC;                                                                                                  \
     return 0;                                                                                              \
   }
-TDISTI_NV_DEFINE_SHMEM_RMA(thread, 0u, 1u, (void)0)
-TDISTI_NV_DEFINE_SHMEM_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp())
-TDISTI_NV_DEFINE_SHMEM_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(), tdisti_nv_syncthreads())
+TDISTI_NV_DEFINE_SHMEM_RMA(thread, 0u, 1u, (void)0, TDISTI_NV_SCOPE_THREAD)
+TDISTI_NV_DEFINE_SHMEM_RMA(warp, tdisti_nv_laneid(), 32u, tdisti_nv_syncwarp(), TDISTI_NV_SCOPE_WARP)
+TDISTI_NV_DEFINE_SHMEM_RMA(block, tdisti_nv_block_tid(), tdisti_nv_block_size(), tdisti_nv_syncthreads(),
+                           TDISTI_NV_SCOPE_BLOCK)
 #undef TDISTI_NV_DEFINE_SHMEM_RMA
+
+/* Single-element p (release) / g of the calling thread (libshmem_device's <type>_p / _g): the ABI's
+ * thread forms, so a PE behind the engine is reached too. */
+#define TDISTI_NV_DEFINE_SHMEM_PG(name, T)                                              \
+  TDISTI_NV_ABI int32_t tdistx_shmem_##name##_p_i64(int64_t dst, T value, int32_t pe) { \
+    tdist_##name##_p((T *)TDISTI_NV_P(dst), value, pe);                                 \
+    return 0;                                                                           \
+  }                                                                                     \
+  TDISTI_NV_ABI T tdistx_shmem_##name##_g_i64(int64_t src, int32_t pe) {                \
+    return tdist_##name##_g((const T *)TDISTI_NV_P(src), pe);                           \
+  }
+TDIST_FOR_EACH_RMA_TYPE(TDISTI_NV_DEFINE_SHMEM_PG)
+#undef TDISTI_NV_DEFINE_SHMEM_PG
 
 /* Thread form of signal_op: the calling thread's release update (no CTA barrier). */
 TDISTI_NV_ABI int32_t tdistx_shmem_signal_op_i64(int64_t sig_addr, uint64_t signal, int32_t sig_op,

@@ -32,6 +32,14 @@ TDIST_EXPORT int tdist_cuda_fast_state(void *out, size_t size);
 /** CUDA device ordinal this PE's heap lives on, or -1 when the CUDA backend is not initialised. */
 TDIST_EXPORT int tdist_cuda_device(void);
 
+/** Where NVSHMEM's device bitcode (libnvshmem_device.bc) is, when this process runs the NVIDIA
+ *  backend's ROCE engine on NVSHMEM (a job with PEs on other hosts, or TDIST_ROCE_PEERS=all; see
+ *  docs/CONTRACT.md section 5); NULL when it does not. Kernels of such a job link
+ *  libtdist_device_nvshmem.bc and this file instead of libtdist_device.bc alone, and their modules
+ *  are registered (tdist_cuda_register_module) so that NVSHMEM's device state is set in them. The
+ *  string stays valid until tdist_finalize. */
+TDIST_EXPORT const char *tdist_cuda_engine_bitcode(void);
+
 /** Register a loaded module (CUmodule) that links the device library: its `tdisti_device_state`
  *  global is patched now if tdist is initialised, and again whenever the state moves. This is
  *  what Triton's kernel_load_end_hook calls (the seed's GPU "patching"). A module without the

@@ -97,8 +97,13 @@ def ensure_linked(_semantic, lib_name=_bitcode.LIB_NAME, lib_path=None):
     libs = dict(options.extern_libs or ())
     if lib_name in libs:
         return libs[lib_name]
-    path = lib_path or _bitcode.find_bitcode()
-    libs[lib_name] = path
+    if lib_path is None and lib_name == _bitcode.LIB_NAME:
+        ours = _bitcode.extern_libs()  # with NVSHMEM's library after ours in an engine job
+        path = ours[lib_name]
+        libs.update(ours)
+    else:
+        path = lib_path or _bitcode.find_bitcode()
+        libs[lib_name] = path
     object.__setattr__(options, "extern_libs", tuple(libs.items()))
     return path
 

@@ -37,7 +37,6 @@ import triton.language as tl
 from triton.language import core as tlc
 
 from ... import core as dlcore
-from . import language_extra as _le
 
 from .._shmem_constants import (  # noqa: F401  (the public constants and team calls of this module)
     CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE, SIGNAL_SET, SIGNAL_ADD, NVSHMEM_CMP_EQ, NVSHMEM_CMP_NE,
@@ -240,27 +239,42 @@ _PG_TYPES = {"float": tl.float32, "double": tl.float64, "half": tl.float16, "bfl
              "ptrdiff": tl.int64}
 
 
+# half / bfloat16 travel as their 16-bit patterns (the ABI's uint16 forms)
+_PG_BITS = {"half": "uint16", "bfloat16": "uint16"}
+
+
 def _pg(tname, dtype, put):
     name = f"{tname}_{'p' if put else 'g'}"
     what = f"libshmem_device.{name}"
+    abi = _PG_BITS.get(tname, tname)
+    carrier = _PG_TYPES[abi]
+    symbol = f"tdistx_shmem_{abi}_{'p' if put else 'g'}_i64"
 
-    def _remote(p, pe, _semantic):
+    def _addr(p, _semantic):
         t = _scalar(p, what, "dest" if put else "source", _semantic)
         if not t.type.scalar.is_ptr() or t.type.scalar.element_ty != dtype:
             raise dlcore.DistributedError(f"{what}: the pointer must be to {dtype}, got {t.type}")
-        return dlcore.symm_at(t, pe, _semantic=_semantic)
+        return _semantic.cast(t, tl.int64)
 
+    # The device ABI's thread forms (tdist_<type>_p: release store; tdist_<type>_g: relaxed system-scope
+    # load), so that a PE reached only through the ROCE engine gets the same call.
     if put:
         @tlc.builtin
         def fn(dest, value, pe, _semantic=None):
             dlcore._require_cuda(what, _semantic)
-            _le.st(_remote(dest, pe, _semantic), value, "sys", "release", _semantic=_semantic)
+            v = _semantic.cast(_scalar(value, what, "value", _semantic), dtype)
+            if carrier != dtype:
+                v = _semantic.bitcast(v, carrier)
+            _call(symbol, [_addr(dest, _semantic), v, _int(pe, tl.int32, what, "pe", _semantic)],
+                  [tl.int64, carrier, tl.int32], _semantic)
         fn.__doc__ = f"The calling thread stores ``value`` ({dtype}) at ``dest`` on ``pe`` (a release store)."
     else:
         @tlc.builtin
         def fn(source, pe, _semantic=None):
             dlcore._require_cuda(what, _semantic)
-            return _le.ld(_remote(source, pe, _semantic), "sys", "relaxed", _semantic=_semantic)
+            v = _call(symbol, [_addr(source, _semantic), _int(pe, tl.int32, what, "pe", _semantic)],
+                      [tl.int64, tl.int32], _semantic, ret=carrier)
+            return _semantic.bitcast(v, dtype) if carrier != dtype else v
         fn.__doc__ = f"The calling thread loads the {dtype} at ``source`` on ``pe`` (relaxed, system scope)."
     fn.__name__ = fn.__qualname__ = name
     return name, fn

@@ -1,0 +1,225 @@
+// The NVSHMEM engine of the NVIDIA backend: see nvshmem_engine.hpp.
+#include "nvshmem_engine.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "bootstrap/control.hpp"
+#include "core/error.hpp"
+#include "cuda_driver.hpp"
+
+#if defined(TDIST_HAVE_NVSHMEM)
+// NVSHMEM's host header for its types and constants (its ABI structs are versioned and size-checked
+// there); every function is looked up in the library at run time, none is linked.
+#include <cuda_runtime.h>
+
+#include "host/nvshmemx_api.h"
+// The device library passes NVSHMEM's signal operators as numbers (device.cuh); they must agree.
+static_assert(NVSHMEM_SIGNAL_SET == 9 && NVSHMEM_SIGNAL_ADD == 10,
+              "device.cuh's TDISTI_NV_NVSHMEM_SIGNAL_SET / _ADD differ from this NVSHMEM's");
+#endif
+
+namespace tdist::nv {
+
+namespace {
+
+#if defined(TDIST_HAVE_NVSHMEM)
+struct Api {
+  int (*get_uniqueid)(nvshmemx_uniqueid_t *);
+  int (*set_attr_uniqueid_args)(int, int, const nvshmemx_uniqueid_t *, nvshmemx_init_attr_t *);
+  int (*hostlib_init_attr)(unsigned int, nvshmemx_init_attr_t *);
+  void (*hostlib_finalize)();
+  int (*my_pe)();
+  int (*n_pes)();
+  void *(*malloc_)(size_t);
+  void (*free_)(void *);
+  void *(*ptr)(const void *, int);
+  int (*cumodule_init)(CUmodule);
+  int (*cumodule_finalize)(CUmodule);
+  void (*barrier_all_on_stream)(CUstream);
+};
+
+std::once_flag g_once;
+Api g_api{};
+bool g_ok = false;
+std::string g_why, g_libdir;
+
+// $TDIST_NVSHMEM_LIB (a path), else the library CMake found at build time, else the loader's search.
+void load() {
+  std::string path;
+  if (const char *e = std::getenv("TDIST_NVSHMEM_LIB"); e && *e) {
+    path = e;
+  } else {
+#ifdef TDIST_NVSHMEM_LIBDIR
+    path = std::string(TDIST_NVSHMEM_LIBDIR) + "/libnvshmem_host.so.3";
+    if (::access(path.c_str(), R_OK) != 0) path = "libnvshmem_host.so.3";
+#else
+    path = "libnvshmem_host.so.3";
+#endif
+  }
+  void *h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = ::dlerror();
+    g_why = "NVSHMEM's host library " + path + " could not be loaded (" + (e ? e : "unknown") +
+            "): install nvidia-nvshmem-cu13 or set TDIST_NVSHMEM_LIB";
+    return;
+  }
+  Api a{};
+  const char *missing = nullptr;
+  auto sym = [&](const char *name) {
+    void *f = ::dlsym(h, name);
+    if (!f && !missing) missing = name;
+    return f;
+  };
+#define TDIST_NVSHMEM_SYM(field, name) a.field = reinterpret_cast<decltype(a.field)>(sym(name))
+  TDIST_NVSHMEM_SYM(get_uniqueid, "nvshmemx_get_uniqueid");
+  TDIST_NVSHMEM_SYM(set_attr_uniqueid_args, "nvshmemx_set_attr_uniqueid_args");
+  TDIST_NVSHMEM_SYM(hostlib_init_attr, "nvshmemx_hostlib_init_attr");
+  TDIST_NVSHMEM_SYM(hostlib_finalize, "nvshmemx_hostlib_finalize");
+  TDIST_NVSHMEM_SYM(my_pe, "nvshmem_my_pe");
+  TDIST_NVSHMEM_SYM(n_pes, "nvshmem_n_pes");
+  TDIST_NVSHMEM_SYM(malloc_, "nvshmem_malloc");
+  TDIST_NVSHMEM_SYM(free_, "nvshmem_free");
+  TDIST_NVSHMEM_SYM(ptr, "nvshmem_ptr");
+  TDIST_NVSHMEM_SYM(cumodule_init, "nvshmemx_cumodule_init");
+  TDIST_NVSHMEM_SYM(cumodule_finalize, "nvshmemx_cumodule_finalize");
+  TDIST_NVSHMEM_SYM(barrier_all_on_stream, "nvshmemx_barrier_all_on_stream");
+#undef TDIST_NVSHMEM_SYM
+  if (missing) {
+    g_why = std::string("NVSHMEM's host library ") + path + " lacks " + missing;
+    return;
+  }
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void *>(a.get_uniqueid), &info) && info.dli_fname) {
+    std::string f = info.dli_fname;
+    g_libdir = f.substr(0, f.rfind('/') == std::string::npos ? 0 : f.rfind('/'));
+  }
+  g_api = a;
+  g_ok = true;
+}
+
+const Api &api() {
+  std::call_once(g_once, load);
+  TDIST_CHECK(g_ok, TDIST_ERR_NOT_SUPPORTED, "the NVSHMEM engine: %s", g_why.c_str());
+  return g_api;
+}
+#endif
+
+}  // namespace
+
+bool nvshmem_available(std::string *why) {
+#if defined(TDIST_HAVE_NVSHMEM)
+  std::call_once(g_once, load);
+  if (!g_ok && why) *why = g_why;
+  return g_ok;
+#else
+  if (why) *why = "libtdist was built without NVSHMEM's headers (configure with TDIST_NVSHMEM_ROOT)";
+  return false;
+#endif
+}
+
+RocePeers nvshmem_roce_peers() {
+  const char *v = std::getenv("TDIST_ROCE_PEERS");
+  if (!v || !*v || std::strcmp(v, "remote") == 0) return RocePeers::kRemote;
+  if (std::strcmp(v, "all") == 0) return RocePeers::kAll;
+  if (std::strcmp(v, "none") == 0) return RocePeers::kNone;
+  TDIST_THROW(TDIST_ERR_INVALID_PARAM, "environment variable TDIST_ROCE_PEERS='%.64s' must be 'remote', 'all' or 'none'",
+              v);
+}
+
+std::string NvshmemEngine::device_bitcode() {
+  if (const char *e = std::getenv("TDIST_NVSHMEM_DEVICE_BITCODE"); e && *e) return e;
+#if defined(TDIST_HAVE_NVSHMEM)
+  if (!nvshmem_available()) return {};
+  std::string f = g_libdir + "/libnvshmem_device.bc";
+  return ::access(f.c_str(), R_OK) == 0 ? f : std::string();
+#else
+  return {};
+#endif
+}
+
+#if defined(TDIST_HAVE_NVSHMEM)
+NvshmemEngine::NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx) {
+  (void)ctx;  // the caller made it current: NVSHMEM takes the current context
+  const Api &a = api();
+  // NVSHMEM reserves its own buffers in the symmetric heap: room for tdist's heap and that, unless
+  // the user sized it (an undersized heap fails the allocation below, naming the variable).
+  if (!std::getenv("NVSHMEM_SYMMETRIC_SIZE")) {
+    const std::string sz = std::to_string(bytes + (size_t(512) << 20));
+    ::setenv("NVSHMEM_SYMMETRIC_SIZE", sz.c_str(), 0);
+  }
+  // The unique id travels through tdist's store (authenticated, bounded); NVSHMEM's own bootstrap
+  // then connects the PEs with it.
+  nvshmemx_uniqueid_t uid = NVSHMEMX_UNIQUEID_INITIALIZER;
+  std::string mine;
+  if (cp.rank() == 0) {
+    TDIST_CHECK(a.get_uniqueid(&uid) == 0, TDIST_ERR_INNER, "nvshmemx_get_uniqueid failed");
+    mine.assign(reinterpret_cast<const char *>(&uid), sizeof uid);
+  }
+  const std::string got = cp.broadcast(mine, 0);
+  TDIST_CHECK(got.size() == sizeof uid, TDIST_ERR_INNER, "NVSHMEM unique id of %zu bytes from PE 0, expected %zu",
+              got.size(), sizeof uid);
+  std::memcpy(&uid, got.data(), sizeof uid);
+  nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
+  TDIST_CHECK(a.set_attr_uniqueid_args(cp.rank(), cp.size(), &uid, &attr) == 0, TDIST_ERR_INNER,
+              "nvshmemx_set_attr_uniqueid_args(%d, %d) failed", cp.rank(), cp.size());
+  int rc = a.hostlib_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
+  TDIST_CHECK(rc == 0, TDIST_ERR_BOOTSTRAP, "NVSHMEM failed to start on PE %d of %d (nvshmemx_hostlib_init_attr: %d)",
+              cp.rank(), cp.size(), rc);
+  started_ = true;
+  if (a.my_pe() != cp.rank() || a.n_pes() != cp.size()) {
+    const int p = a.my_pe(), n = a.n_pes();
+    a.hostlib_finalize();
+    started_ = false;
+    TDIST_THROW(TDIST_ERR_INNER, "NVSHMEM numbered this PE %d of %d, tdist %d of %d", p, n, cp.rank(), cp.size());
+  }
+  heap_ = a.malloc_(bytes);
+  if (!heap_) {
+    a.hostlib_finalize();
+    started_ = false;
+    TDIST_THROW(TDIST_ERR_SMEM,
+                "nvshmem_malloc(%zu bytes) for the symmetric heap failed on PE %d (NVSHMEM_SYMMETRIC_SIZE=%s)",
+                bytes, cp.rank(), std::getenv("NVSHMEM_SYMMETRIC_SIZE"));
+  }
+}
+
+NvshmemEngine::~NvshmemEngine() {
+  if (!started_) return;
+  const Api &a = g_api;
+  if (heap_) a.free_(heap_);  // collective, as tdist_finalize is
+  a.hostlib_finalize();
+}
+
+void *NvshmemEngine::ptr(void *addr, int pe) const { return g_api.ptr(addr, pe); }
+
+bool NvshmemEngine::module_init(CUmodule m, const char *api_name) const {
+  const cu::Driver *drv = cu::driver();
+  CUdeviceptr sym = 0;
+  size_t sz = 0;
+  if (!drv || drv->cuModuleGetGlobal(&sym, &sz, m, "nvshmemi_device_state_d") != CUDA_SUCCESS) return false;
+  const int rc = g_api.cumodule_init(m);
+  TDIST_CHECK(rc == 0, TDIST_ERR_SMEM, "%s: nvshmemx_cumodule_init failed (%d)", api_name, rc);
+  return true;
+}
+
+void NvshmemEngine::module_finalize(CUmodule m) const { g_api.cumodule_finalize(m); }
+
+void NvshmemEngine::barrier_all_on_stream(CUstream stream) const { g_api.barrier_all_on_stream(stream); }
+#else
+NvshmemEngine::NvshmemEngine(ControlPlane &, size_t, CUcontext) {
+  std::string why;
+  nvshmem_available(&why);
+  TDIST_THROW(TDIST_ERR_NOT_SUPPORTED, "the NVSHMEM engine: %s", why.c_str());
+}
+NvshmemEngine::~NvshmemEngine() = default;
+void *NvshmemEngine::ptr(void *, int) const { return nullptr; }
+bool NvshmemEngine::module_init(CUmodule, const char *) const { return false; }
+void NvshmemEngine::module_finalize(CUmodule) const {}
+void NvshmemEngine::barrier_all_on_stream(CUstream) const {}
+#endif
+
+}  // namespace tdist::nv

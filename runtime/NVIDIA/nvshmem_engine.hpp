@@ -1,0 +1,59 @@
+// The ROCE engine of the NVIDIA backend on NVSHMEM (docs/CONTRACT.md section 5): GPU PEs that cannot
+// reach each other by load/store are reached through NVSHMEM's device API, linked into kernels from
+// its bitcode (libtdist_device_nvshmem.bc + libnvshmem_device.bc). libtdist does not link NVSHMEM:
+// the first job that needs the engine opens libnvshmem_host.so.3 with dlopen and looks up each entry
+// point it calls by name. When the engine runs, the job's symmetric heap is NVSHMEM's (nvshmem_malloc,
+// collective), so NVSHMEM addresses every tdist object by its local address; PEs NVSHMEM maps by P2P
+// keep the load/store path (their nvshmem_ptr is the p2p base), unless TDIST_ROCE_PEERS=all sends
+// every peer through the engine.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <string>
+
+namespace tdist {
+
+class ControlPlane;
+
+namespace nv {
+
+// Whether the engine can be used in this process: built with NVSHMEM's headers and its host library
+// loadable. `why` says why not.
+bool nvshmem_available(std::string *why = nullptr);
+
+// Which peers the ROCE engine reaches (TDIST_ROCE_PEERS, the CPU backend's variable): "remote" (the
+// default: PEs NVSHMEM cannot map by P2P, e.g. on other hosts), "all" (every other PE: the engine
+// tested on one machine) or "none" (the engine off). Any other value throws TDIST_ERR_INVALID_PARAM.
+enum class RocePeers { kNone, kRemote, kAll };
+RocePeers nvshmem_roce_peers();
+
+class NvshmemEngine {
+ public:
+  // Collective over the control plane, with `ctx` current: NVSHMEM started with a unique id made by PE
+  // 0 and handed out through tdist's authenticated store, then `bytes` of symmetric heap allocated.
+  NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx);
+  ~NvshmemEngine();
+  NvshmemEngine(const NvshmemEngine &) = delete;
+  NvshmemEngine &operator=(const NvshmemEngine &) = delete;
+
+  void *heap() const { return heap_; }
+  // NVSHMEM's load/store address of `addr` on `pe` (nvshmem_ptr), NULL where it has none.
+  void *ptr(void *addr, int pe) const;
+  // Initialise NVSHMEM's device state in a loaded module that links libnvshmem_device.bc (a module
+  // without it is left alone). Returns false when the module has none.
+  bool module_init(CUmodule m, const char *api) const;
+  void module_finalize(CUmodule m) const;
+  // NVSHMEM's barrier over every PE on `stream` (it completes the engine's operations first).
+  void barrier_all_on_stream(CUstream stream) const;
+  // Where NVSHMEM's device bitcode is (next to the host library), "" if not found.
+  static std::string device_bitcode();
+
+ private:
+  void *heap_ = nullptr;
+  bool started_ = false;
+};
+
+}  // namespace nv
+}  // namespace tdist
