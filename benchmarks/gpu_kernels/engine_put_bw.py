@@ -27,6 +27,7 @@ import shmem as ash  # noqa: E402
 import tdist  # noqa: E402
 import triton_dist  # noqa: E402
 from triton_dist.language.extra import libshmem_device  # noqa: E402
+from triton_dist.language.extra.language_extra import __syncthreads, tid  # noqa: E402
 from triton_dist.utils import nvshmem_create_tensor, nvshmem_free_tensor_sync  # noqa: E402
 
 
@@ -39,7 +40,9 @@ def put_kernel(dst, src, nbytes, peer, reps):
     for _ in range(reps):
         if cnt > 0:
             libshmem_device.putmem_nbi_block(dst + start, src + start, cnt, peer)
-        libshmem_device.quiet()
+        if tid(0) == 0:  # after the put's exit join, as NVSHMEM's perftest: one quiet per program
+            libshmem_device.quiet()
+        __syncthreads()
 
 
 def parse_size(s):
