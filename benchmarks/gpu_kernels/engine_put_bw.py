@@ -3,7 +3,8 @@
 Run one rank per process (tools/tdist-run -n 2): PE 0 puts ``size`` bytes into PE 1's symmetric
 buffer with ``--blocks`` programs, each putting its share with libshmem_device.putmem_nbi_block and
 then quiet, ``--iters`` times in one launch (so the host's launch rate is not measured), timed with
-CUDA events on PE 0: the kernel of NVSHMEM's shmem_put_bw perftest, written with tdist's names.
+CUDA events on PE 0 (started behind a GPU spin, so the host's launch is not in the window): the
+kernel of NVSHMEM's shmem_put_bw perftest, written with tdist's names.
 With ``TDIST_ROCE_PEERS=all`` the peer is reached through the NVSHMEM engine (the runtime reports
 it: engine bitcode set, no p2p address for the peer); without it through the load/store path.
 benchmarks/gpu_kernels/nvshmem_put_bw.cu is the same measurement with NVSHMEM's own API, for the
@@ -43,6 +44,9 @@ def put_kernel(dst, src, nbytes, peer, reps):
         if tid(0) == 0:  # after the put's exit join, as NVSHMEM's perftest: one quiet per program
             libshmem_device.quiet()
         __syncthreads()
+
+
+SPIN_CYCLES = 4_000_000  # about 2 ms at the H200's clock
 
 
 def parse_size(s):
@@ -87,6 +91,9 @@ def main():
         if me == 0:
             put_kernel[(a.blocks, )](dst, src, n, peer, a.warmup, num_warps=4)
             t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            # the GPU spins while the host launches the timed kernel (a Python launch takes tens of
+            # microseconds), so the window holds the kernel and not the host's launch gap
+            torch.cuda._sleep(SPIN_CYCLES)
             t0.record(stream)
             put_kernel[(a.blocks, )](dst, src, n, peer, a.iters, num_warps=4)
             t1.record(stream)
