@@ -46,6 +46,7 @@ class Resources:
         self.plans = {}
         self._hooked = False
         self._scope = None  # the shmem.Team of the current op; None: the world
+        self._unmapped = None  # PEs without a load/store mapping from this one (None: not asked yet)
 
     # -- the team of the current op ------------------------------------------------------------
 
@@ -83,8 +84,10 @@ class Resources:
 
     # -- runtime -------------------------------------------------------------------------------
 
-    def runtime(self):
-        """(torch, shmem, tdist), once tdist is initialised on the CUDA backend."""
+    def runtime(self, mapped=True):
+        """(torch, shmem, tdist), once tdist is initialised on the CUDA backend. ``mapped``: and every PE
+        is reachable by load/store from this one (the kernels' ``dl.symm_at`` loads and stores need
+        it; a PE reached only through the ROCE engine, NVSHMEM, is refused by name)."""
         import torch
         import shmem as ash
         import tdist
@@ -96,6 +99,17 @@ class Resources:
                                  "shmem.aclshmem_init(attr) with the CUDA backend first")
         if tdist.cuda_device() < 0:
             raise KernelArgError("tdist_kernels.ops: tdist runs on the CPU backend; these ops need the CUDA backend")
+        if mapped:
+            if self._unmapped is None:
+                me = tdist.my_pe()
+                self._unmapped = [pe for pe, b in enumerate(tdist.p2p_heap_bases()) if b == 0 and pe != me]
+            if self._unmapped:
+                pes = self._unmapped
+                raise tdist.NotSupported(
+                    f"tdist_kernels.ops: PE {tdist.my_pe()} reaches PE(s) {pes[:8]}{' ...' if len(pes) > 8 else ''} "
+                    "only through the ROCE engine (NVSHMEM: another host, or TDIST_ROCE_PEERS=all), and these ops' "
+                    "kernels load and store through peer mappings; run them among PEs of one host, or write the "
+                    "exchange with libshmem_device puts and signals, which the engine carries")
         return torch, ash, tdist
 
     # -- placement -----------------------------------------------------------------------------
@@ -196,7 +210,7 @@ class Resources:
     def release(self):
         """Free every cached symmetric buffer (collective: every PE calls it; a team's buffers are freed
         among its members, in the order they were made) and drop the local ones and the plans."""
-        _, ash, _ = self.runtime()
+        _, ash, _ = self.runtime(mapped=False)
         self.plans.clear()
         self._views.clear()
         self._local.clear()
@@ -215,6 +229,7 @@ class Resources:
         self._symmetric.clear()
         self._placement.clear()
         self._scope = None
+        self._unmapped = None
 
 
 RESOURCES = Resources()
