@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "bootstrap/control.hpp"
+#include "core/collective.hpp"
 #include "core/error.hpp"
 #include "cuda_driver.hpp"
 
@@ -35,7 +36,7 @@ struct Api {
   void (*hostlib_finalize)();
   int (*my_pe)();
   int (*n_pes)();
-  void *(*malloc_)(size_t);
+  void *(*align_)(size_t, size_t);
   void (*free_)(void *);
   void *(*ptr)(const void *, int);
   int (*cumodule_init)(CUmodule);
@@ -82,7 +83,7 @@ void load() {
   TDIST_NVSHMEM_SYM(hostlib_finalize, "nvshmemx_hostlib_finalize");
   TDIST_NVSHMEM_SYM(my_pe, "nvshmem_my_pe");
   TDIST_NVSHMEM_SYM(n_pes, "nvshmem_n_pes");
-  TDIST_NVSHMEM_SYM(malloc_, "nvshmem_malloc");
+  TDIST_NVSHMEM_SYM(align_, "nvshmem_align");
   TDIST_NVSHMEM_SYM(free_, "nvshmem_free");
   TDIST_NVSHMEM_SYM(ptr, "nvshmem_ptr");
   TDIST_NVSHMEM_SYM(cumodule_init, "nvshmemx_cumodule_init");
@@ -149,7 +150,7 @@ NvshmemEngine::NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx) {
   // NVSHMEM reserves its own buffers in the symmetric heap: room for tdist's heap and that, unless
   // the user sized it (an undersized heap fails the allocation below, naming the variable).
   if (!std::getenv("NVSHMEM_SYMMETRIC_SIZE")) {
-    const std::string sz = std::to_string(bytes + (size_t(512) << 20));
+    const std::string sz = std::to_string(bytes + kHeapGranule + (size_t(512) << 20));
     ::setenv("NVSHMEM_SYMMETRIC_SIZE", sz.c_str(), 0);
   }
   // The unique id travels through tdist's store (authenticated, bounded); NVSHMEM's own bootstrap
@@ -177,13 +178,15 @@ NvshmemEngine::NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx) {
     started_ = false;
     TDIST_THROW(TDIST_ERR_INNER, "NVSHMEM numbered this PE %d of %d, tdist %d of %d", p, n, cp.rank(), cp.size());
   }
-  heap_ = a.malloc_(bytes);
+  // aligned as tdist's own heaps are, so that an allocation's alignment (up to kHeapGranule) holds
+  // for its address and not only for its heap offset
+  heap_ = a.align_(kHeapGranule, bytes);
   if (!heap_) {
     a.hostlib_finalize();
     started_ = false;
     TDIST_THROW(TDIST_ERR_SMEM,
-                "nvshmem_malloc(%zu bytes) for the symmetric heap failed on PE %d (NVSHMEM_SYMMETRIC_SIZE=%s)",
-                bytes, cp.rank(), std::getenv("NVSHMEM_SYMMETRIC_SIZE"));
+                "nvshmem_align(%zu, %zu bytes) for the symmetric heap failed on PE %d (NVSHMEM_SYMMETRIC_SIZE=%s)",
+                kHeapGranule, bytes, cp.rank(), std::getenv("NVSHMEM_SYMMETRIC_SIZE"));
   }
 }
 

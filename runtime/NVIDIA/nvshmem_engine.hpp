@@ -2,7 +2,7 @@
 // reach each other by load/store are reached through NVSHMEM's device API, linked into kernels from
 // its bitcode (libtdist_device_nvshmem.bc + libnvshmem_device.bc). libtdist does not link NVSHMEM:
 // the first job that needs the engine opens libnvshmem_host.so.3 with dlopen and looks up each entry
-// point it calls by name. When the engine runs, the job's symmetric heap is NVSHMEM's (nvshmem_malloc,
+// point it calls by name. When the engine runs, the job's symmetric heap is NVSHMEM's (nvshmem_align,
 // collective), so NVSHMEM addresses every tdist object by its local address; PEs NVSHMEM maps by P2P
 // keep the load/store path (their nvshmem_ptr is the p2p base), unless TDIST_ROCE_PEERS=all sends
 // every peer through the engine.
