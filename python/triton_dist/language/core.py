@@ -409,8 +409,9 @@ def notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node", _semantic
 
     ``sig_op``: "set" (store ``signal``) or "add" (atomic add). Executes once per program; all the
     program's earlier stores (local and remote) are visible to whoever observes the new value.
-    ``comm_scope`` ("gpu", "intra_node", "inter_node") is accepted for compatibility; every PE of a
-    tdist job is reached through its peer mapping.
+    ``comm_scope`` ("gpu", "intra_node", "inter_node") is accepted for compatibility; the route is the
+    PE's, whatever the scope: through its peer mapping when this PE has one, else (another host, or
+    ``TDIST_ROCE_PEERS=all``) through the ROCE engine, NVSHMEM's signal op on the NVIDIA backend.
     """
     what = "dl.notify"
     f = Front(what, _semantic, _builder)
