@@ -4,9 +4,13 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "bootstrap/control.hpp"
 #include "core/collective.hpp"
@@ -103,6 +107,45 @@ void load() {
   g_ok = true;
 }
 
+// NVSHMEM's start and its collective allocation wait for every PE with no bound tdist can set (its
+// own bootstrap). Bounded here: when `f` has not returned after `timeout_s` (the control timeout),
+// the process says what it waited for and exits, so that the launcher names a lost rank instead of
+// the job hanging. NVSHMEM cannot be interrupted in the middle of its start, so exiting is the one
+// bounded way out.
+template <class F>
+auto bounded(const char *what, int pe, double timeout_s, F &&f) -> decltype(f()) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread guard([&] {
+    std::unique_lock<std::mutex> lk(mu);
+    if (!cv.wait_for(lk, std::chrono::duration<double>(timeout_s), [&] { return done; })) {
+      std::fprintf(stderr,
+                   "tdist[pe %d]: %s did not return within %.0f s (the control timeout): NVSHMEM waits for "
+                   "every PE, and one of them is gone or cannot be reached; exiting\n",
+                   pe, what, timeout_s);
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  });
+  auto finish = [&] {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      done = true;
+    }
+    cv.notify_one();
+    guard.join();
+  };
+  try {
+    auto r = f();
+    finish();
+    return r;
+  } catch (...) {
+    finish();
+    throw;
+  }
+}
+
 const Api &api() {
   std::call_once(g_once, load);
   TDIST_CHECK(g_ok, TDIST_ERR_NOT_SUPPORTED, "the NVSHMEM engine: %s", g_why.c_str());
@@ -168,7 +211,9 @@ NvshmemEngine::NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx) {
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
   TDIST_CHECK(a.set_attr_uniqueid_args(cp.rank(), cp.size(), &uid, &attr) == 0, TDIST_ERR_INNER,
               "nvshmemx_set_attr_uniqueid_args(%d, %d) failed", cp.rank(), cp.size());
-  int rc = a.hostlib_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
+  const double bound = cp.op_timeout_s();
+  int rc = bounded("NVSHMEM's start (nvshmemx_hostlib_init_attr)", cp.rank(), bound,
+                   [&] { return a.hostlib_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr); });
   TDIST_CHECK(rc == 0, TDIST_ERR_BOOTSTRAP, "NVSHMEM failed to start on PE %d of %d (nvshmemx_hostlib_init_attr: %d)",
               cp.rank(), cp.size(), rc);
   started_ = true;
@@ -180,7 +225,8 @@ NvshmemEngine::NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx) {
   }
   // aligned as tdist's own heaps are, so that an allocation's alignment (up to kHeapGranule) holds
   // for its address and not only for its heap offset
-  heap_ = a.align_(kHeapGranule, bytes);
+  heap_ = bounded("the collective nvshmem_align of the heap", cp.rank(), bound,
+                  [&] { return a.align_(kHeapGranule, bytes); });
   if (!heap_) {
     a.hostlib_finalize();
     started_ = false;
