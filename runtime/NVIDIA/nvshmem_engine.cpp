@@ -171,8 +171,8 @@ RocePeers nvshmem_roce_peers() {
   if (!v || !*v || std::strcmp(v, "remote") == 0) return RocePeers::kRemote;
   if (std::strcmp(v, "all") == 0) return RocePeers::kAll;
   if (std::strcmp(v, "none") == 0) return RocePeers::kNone;
-  TDIST_THROW(TDIST_ERR_INVALID_PARAM, "environment variable TDIST_ROCE_PEERS='%.64s' must be 'remote', 'all' or 'none'",
-              v);
+  TDIST_THROW(TDIST_ERR_INVALID_PARAM,
+              "environment variable TDIST_ROCE_PEERS='%.64s' must be 'remote', 'all' or 'none'", v);
 }
 
 std::string NvshmemEngine::device_bitcode() {
@@ -205,8 +205,8 @@ NvshmemEngine::NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx) {
     mine.assign(reinterpret_cast<const char *>(&uid), sizeof uid);
   }
   const std::string got = cp.broadcast(mine, 0);
-  TDIST_CHECK(got.size() == sizeof uid, TDIST_ERR_INNER, "NVSHMEM unique id of %zu bytes from PE 0, expected %zu",
-              got.size(), sizeof uid);
+  TDIST_CHECK(got.size() == sizeof uid, TDIST_ERR_INNER,
+              "NVSHMEM unique id of %zu bytes from PE 0, expected %zu", got.size(), sizeof uid);
   std::memcpy(&uid, got.data(), sizeof uid);
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
   TDIST_CHECK(a.set_attr_uniqueid_args(cp.rank(), cp.size(), &uid, &attr) == 0, TDIST_ERR_INNER,
@@ -214,14 +214,16 @@ NvshmemEngine::NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx) {
   const double bound = cp.op_timeout_s();
   int rc = bounded("NVSHMEM's start (nvshmemx_hostlib_init_attr)", cp.rank(), bound,
                    [&] { return a.hostlib_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr); });
-  TDIST_CHECK(rc == 0, TDIST_ERR_BOOTSTRAP, "NVSHMEM failed to start on PE %d of %d (nvshmemx_hostlib_init_attr: %d)",
-              cp.rank(), cp.size(), rc);
+  TDIST_CHECK(rc == 0, TDIST_ERR_BOOTSTRAP,
+              "NVSHMEM failed to start on PE %d of %d (nvshmemx_hostlib_init_attr: %d)", cp.rank(), cp.size(),
+              rc);
   started_ = true;
   if (a.my_pe() != cp.rank() || a.n_pes() != cp.size()) {
     const int p = a.my_pe(), n = a.n_pes();
     a.hostlib_finalize();
     started_ = false;
-    TDIST_THROW(TDIST_ERR_INNER, "NVSHMEM numbered this PE %d of %d, tdist %d of %d", p, n, cp.rank(), cp.size());
+    TDIST_THROW(TDIST_ERR_INNER, "NVSHMEM numbered this PE %d of %d, tdist %d of %d", p, n, cp.rank(),
+                cp.size());
   }
   // aligned as tdist's own heaps are, so that an allocation's alignment (up to kHeapGranule) holds
   // for its address and not only for its heap offset
@@ -230,9 +232,10 @@ NvshmemEngine::NvshmemEngine(ControlPlane &cp, size_t bytes, CUcontext ctx) {
   if (!heap_) {
     a.hostlib_finalize();
     started_ = false;
-    TDIST_THROW(TDIST_ERR_SMEM,
-                "nvshmem_align(%zu, %zu bytes) for the symmetric heap failed on PE %d (NVSHMEM_SYMMETRIC_SIZE=%s)",
-                kHeapGranule, bytes, cp.rank(), std::getenv("NVSHMEM_SYMMETRIC_SIZE"));
+    TDIST_THROW(
+        TDIST_ERR_SMEM,
+        "nvshmem_align(%zu, %zu bytes) for the symmetric heap failed on PE %d (NVSHMEM_SYMMETRIC_SIZE=%s)",
+        kHeapGranule, bytes, cp.rank(), std::getenv("NVSHMEM_SYMMETRIC_SIZE"));
   }
 }
 
