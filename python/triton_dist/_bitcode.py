@@ -10,7 +10,7 @@ Search order (first existing file wins):
 The library is linked into every kernel that uses ``dl.*`` or ``libshmem_device.*`` (Triton's
 ``extern_libs``; see ``triton_dist.language.core.ensure_linked``).
 
-In a process that runs the NVIDIA backend's ROCE engine on NVSHMEM (docs/CONTRACT.md section 5: a
+In a process that runs the NVIDIA backend's ROCE engine on NVSHMEM (docs/CONTRACT.md section 7: a
 job with PEs on other hosts, or ``TDIST_ROCE_PEERS=all``), kernels link the same library built with
 the engine, ``libtdist_device_nvshmem.bc`` (next to the plain one; ``$TDIST_DEVICE_BITCODE_NVSHMEM``
 names it explicitly), followed by NVSHMEM's ``libnvshmem_device.bc`` (where the runtime found it).

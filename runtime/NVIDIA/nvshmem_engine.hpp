@@ -1,4 +1,4 @@
-// The ROCE engine of the NVIDIA backend on NVSHMEM (docs/CONTRACT.md section 5): GPU PEs that cannot
+// The ROCE engine of the NVIDIA backend on NVSHMEM (docs/CONTRACT.md section 7): GPU PEs that cannot
 // reach each other by load/store are reached through NVSHMEM's device API, linked into kernels from
 // its bitcode (libtdist_device_nvshmem.bc + libnvshmem_device.bc). libtdist does not link NVSHMEM:
 // the first job that needs the engine opens libnvshmem_host.so.3 with dlopen and looks up each entry

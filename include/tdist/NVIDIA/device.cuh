@@ -639,7 +639,7 @@ TDISTI_NV_FN void tdisti_nv_copy(void *dst, const void *src, size_t n, size_t id
     tdisti_nv_copy_elems<char>(d, s, n, idx, stride);
 }
 
-/* ---- the ROCE engine: PEs without a load/store mapping (docs/CONTRACT.md section 5) ----
+/* ---- the ROCE engine: PEs without a load/store mapping (docs/CONTRACT.md section 7) ----
  * libtdist_device_nvshmem.bc is this header compiled with TDIST_NV_ENGINE_NVSHMEM; Triton links it
  * with NVSHMEM's libnvshmem_device.bc when the runtime runs the NVSHMEM engine. There, a PE whose p2p
  * base is NULL and whose rdma base is set is reached through NVSHMEM's device API, at the address

@@ -34,7 +34,7 @@ TDIST_EXPORT int tdist_cuda_device(void);
 
 /** Where NVSHMEM's device bitcode (libnvshmem_device.bc) is, when this process runs the NVIDIA
  *  backend's ROCE engine on NVSHMEM (a job with PEs on other hosts, or TDIST_ROCE_PEERS=all; see
- *  docs/CONTRACT.md section 5); NULL when it does not. Kernels of such a job link
+ *  docs/CONTRACT.md section 7); NULL when it does not. Kernels of such a job link
  *  libtdist_device_nvshmem.bc and this file instead of libtdist_device.bc alone, and their modules
  *  are registered (tdist_cuda_register_module) so that NVSHMEM's device state is set in them. The
  *  string stays valid until tdist_finalize. */
