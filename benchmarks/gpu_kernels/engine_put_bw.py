@@ -29,7 +29,7 @@ import tdist  # noqa: E402
 import triton_dist  # noqa: E402
 from triton_dist.language.extra import libshmem_device  # noqa: E402
 from triton_dist.language.extra.language_extra import __syncthreads, tid  # noqa: E402
-from triton_dist.utils import nvshmem_create_tensor, nvshmem_free_tensor_sync  # noqa: E402
+from triton_dist.utils import _size_bytes, nvshmem_create_tensor, nvshmem_free_tensor_sync  # noqa: E402
 
 
 @triton_dist.jit
@@ -49,12 +49,6 @@ def put_kernel(dst, src, nbytes, peer, reps):
 SPIN_CYCLES = 4_000_000  # about 2 ms at the H200's clock
 
 
-def parse_size(s):
-    s = s.strip().upper()
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1], 1)
-    return int(s[:-1] if s[-1] in "KMG" else s) * mult
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="64K,1M,16M,64M")
@@ -62,7 +56,7 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     a = ap.parse_args()
-    sizes = [parse_size(s) for s in a.sizes.split(",")]
+    sizes = [_size_bytes(s) for s in a.sizes.split(",")]
     me, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     assert world == 2, "engine_put_bw.py runs at 2 ranks"
     torch.cuda.set_device(0)
