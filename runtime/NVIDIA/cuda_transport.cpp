@@ -367,6 +367,20 @@ class CudaTransport final : public HeapTransport {
     return f;
   }
 
+  // Whether the host-initiated stream calls reach `pe` through the engine (no copy-engine mapping,
+  // an rdma base): after the same range checks as translate(), with the engine's address of `addr`
+  // (this PE's own symmetric address) in *engine_addr.
+  bool engine_route(const void *addr, size_t nbytes, int pe, const char *api, void **engine_addr) {
+    if (!engine_ || pe < 0 || size_t(pe) >= rdma_.size() || !rdma_[size_t(pe)]) return false;
+    const auto &s = host_state_;
+    const PeerAddr r = peer_addr(s, addr, pe, nbytes, s.rdma_heap_base);
+    TDIST_CHECK(r.error == AddrError::kNone && r.ptr, TDIST_ERR_INVALID_PARAM,
+                "%s: [%p, +%zu) is not inside the symmetric heap (base %p, %llu bytes)", api, addr, nbytes,
+                s.heap_base, (unsigned long long)s.heap_size);
+    *engine_addr = r.ptr;
+    return true;
+  }
+
   // Address of symmetric `addr` on `pe` for the copy engine: the host translation
   // (core/translate.hpp) through the sdma table, range-checked.
   CUdeviceptr translate(const void *addr, size_t nbytes, int pe, const char *api) {
@@ -673,6 +687,11 @@ TDIST_EXPORT int tdist_cuda_putmem_on_stream(void *dst, const void *src, size_t 
   return c_boundary("tdist_cuda_putmem_on_stream", [&] {
     CudaTransport &t = active("tdist_cuda_putmem_on_stream");
     t.make_current();
+    void *e = nullptr;
+    if (t.engine_route(dst, nbytes, pe, "tdist_cuda_putmem_on_stream", &e)) {  // NVSHMEM's, in stream order
+      if (nbytes) t.engine()->putmem_on_stream(e, src, nbytes, pe, static_cast<CUstream>(stream));
+      return;
+    }
     CUdeviceptr to = t.translate(dst, nbytes, pe, "tdist_cuda_putmem_on_stream");
     if (nbytes) sdma_copy(t.drv(), to, CUdeviceptr(src), nbytes, static_cast<CUstream>(stream));
   });
@@ -683,6 +702,11 @@ TDIST_EXPORT int tdist_cuda_getmem_on_stream(void *dst, const void *src, size_t 
   return c_boundary("tdist_cuda_getmem_on_stream", [&] {
     CudaTransport &t = active("tdist_cuda_getmem_on_stream");
     t.make_current();
+    void *e = nullptr;
+    if (t.engine_route(src, nbytes, pe, "tdist_cuda_getmem_on_stream", &e)) {
+      if (nbytes) t.engine()->getmem_on_stream(dst, e, nbytes, pe, static_cast<CUstream>(stream));
+      return;
+    }
     CUdeviceptr from = t.translate(src, nbytes, pe, "tdist_cuda_getmem_on_stream");
     if (nbytes) sdma_copy(t.drv(), CUdeviceptr(dst), from, nbytes, static_cast<CUstream>(stream));
   });
@@ -702,6 +726,11 @@ TDIST_EXPORT int tdist_cuda_signal_on_stream(void *sig_addr, uint64_t value, int
                 "tdist_cuda_signal_on_stream: signal slot %p is not 8-byte aligned", sig_addr);
     CudaTransport &t = active("tdist_cuda_signal_on_stream");
     t.make_current();
+    void *e = nullptr;
+    if (t.engine_route(sig_addr, 8, pe, "tdist_cuda_signal_on_stream", &e)) {
+      t.engine()->signal_set_on_stream(static_cast<uint64_t *>(e), value, pe, static_cast<CUstream>(stream));
+      return;
+    }
     CUdeviceptr to = t.translate(sig_addr, 8, pe, "tdist_cuda_signal_on_stream");
     TDIST_CU(t.drv(), cuStreamWriteValue64(static_cast<CUstream>(stream), to, cuuint64_t(value),
                                            CU_STREAM_WRITE_VALUE_DEFAULT));

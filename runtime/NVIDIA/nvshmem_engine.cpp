@@ -46,6 +46,10 @@ struct Api {
   int (*cumodule_init)(CUmodule);
   int (*cumodule_finalize)(CUmodule);
   void (*barrier_all_on_stream)(CUstream);
+  void (*putmem_on_stream)(void *, const void *, size_t, int, CUstream);
+  void (*getmem_on_stream)(void *, const void *, size_t, int, CUstream);
+  void (*quiet_on_stream)(CUstream);
+  void (*signal_op_on_stream)(uint64_t *, uint64_t, int, int, CUstream);
 };
 
 std::once_flag g_once;
@@ -93,6 +97,10 @@ void load() {
   TDIST_NVSHMEM_SYM(cumodule_init, "nvshmemx_cumodule_init");
   TDIST_NVSHMEM_SYM(cumodule_finalize, "nvshmemx_cumodule_finalize");
   TDIST_NVSHMEM_SYM(barrier_all_on_stream, "nvshmemx_barrier_all_on_stream");
+  TDIST_NVSHMEM_SYM(putmem_on_stream, "nvshmemx_putmem_on_stream");
+  TDIST_NVSHMEM_SYM(getmem_on_stream, "nvshmemx_getmem_on_stream");
+  TDIST_NVSHMEM_SYM(quiet_on_stream, "nvshmemx_quiet_on_stream");
+  TDIST_NVSHMEM_SYM(signal_op_on_stream, "nvshmemx_signal_op_on_stream");
 #undef TDIST_NVSHMEM_SYM
   if (missing) {
     g_why = std::string("NVSHMEM's host library ") + path + " lacks " + missing;
@@ -261,6 +269,21 @@ bool NvshmemEngine::module_init(CUmodule m, const char *api_name) const {
 void NvshmemEngine::module_finalize(CUmodule m) const { g_api.cumodule_finalize(m); }
 
 void NvshmemEngine::barrier_all_on_stream(CUstream stream) const { g_api.barrier_all_on_stream(stream); }
+
+void NvshmemEngine::putmem_on_stream(void *sym_dst, const void *src, size_t n, int pe,
+                                     CUstream stream) const {
+  g_api.putmem_on_stream(sym_dst, src, n, pe, stream);
+  g_api.quiet_on_stream(stream);  // delivered before the stream's next operation, as a copy would be
+}
+
+void NvshmemEngine::getmem_on_stream(void *dst, const void *sym_src, size_t n, int pe,
+                                     CUstream stream) const {
+  g_api.getmem_on_stream(dst, sym_src, n, pe, stream);
+}
+
+void NvshmemEngine::signal_set_on_stream(uint64_t *sym_sig, uint64_t value, int pe, CUstream stream) const {
+  g_api.signal_op_on_stream(sym_sig, value, NVSHMEM_SIGNAL_SET, pe, stream);
+}
 #else
 NvshmemEngine::NvshmemEngine(ControlPlane &, size_t, CUcontext) {
   std::string why;
@@ -272,6 +295,9 @@ void *NvshmemEngine::ptr(void *, int) const { return nullptr; }
 bool NvshmemEngine::module_init(CUmodule, const char *) const { return false; }
 void NvshmemEngine::module_finalize(CUmodule) const {}
 void NvshmemEngine::barrier_all_on_stream(CUstream) const {}
+void NvshmemEngine::putmem_on_stream(void *, const void *, size_t, int, CUstream) const {}
+void NvshmemEngine::getmem_on_stream(void *, const void *, size_t, int, CUstream) const {}
+void NvshmemEngine::signal_set_on_stream(uint64_t *, uint64_t, int, CUstream) const {}
 #endif
 
 }  // namespace tdist::nv

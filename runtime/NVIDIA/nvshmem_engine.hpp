@@ -11,6 +11,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace tdist {
@@ -47,6 +48,12 @@ class NvshmemEngine {
   void module_finalize(CUmodule m) const;
   // NVSHMEM's barrier over every PE on `stream` (it completes the engine's operations first).
   void barrier_all_on_stream(CUstream stream) const;
+  // Host-initiated operations on `stream` (the copy-engine calls' route to an engine peer), each done
+  // in stream order: a put and its quiet, a get, a SET of a 64-bit signal slot. `sym` arguments are
+  // symmetric addresses of this PE's heap.
+  void putmem_on_stream(void *sym_dst, const void *src, size_t n, int pe, CUstream stream) const;
+  void getmem_on_stream(void *dst, const void *sym_src, size_t n, int pe, CUstream stream) const;
+  void signal_set_on_stream(uint64_t *sym_sig, uint64_t value, int pe, CUstream stream) const;
   // Where NVSHMEM's device bitcode is (next to the host library), "" if not found.
   static std::string device_bitcode();
 

@@ -7,6 +7,7 @@
 #include "tdist/NVIDIA/device.cuh"  // before tdist.h: declares the ABI as __device__ functions
 #include "tdist/tdist.h"
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -33,6 +34,12 @@ std::string g_why;
 // Host side: this file declares the ABI names as __device__ functions, so ask the host state.
 int me() { return tdist_host_device_state()->my_pe; }
 int npes() { return tdist_host_device_state()->n_pes; }
+// Whether PE pe is reached through the ROCE engine (NVSHMEM; tdist_gpu_tests_nvshmem under
+// TDIST_ROCE_PEERS=all): no load/store mapping, an rdma base.
+bool engine_peer(int pe) {
+  const tdist_device_state_t *s = tdist_host_device_state();
+  return s->p2p_heap_base[pe] == nullptr && s->rdma_heap_base && s->rdma_heap_base[pe] != nullptr;
+}
 
 uint64_t run_seed() {
   static uint64_t seed = [] {
@@ -106,6 +113,10 @@ TEST_F(Gpu, IdentityAndPtr) {
   EXPECT_EQ(h[2], 0);
   EXPECT_EQ(h[3], 3);
   for (int pe = 0; pe < npes(); ++pe) {
+    if (pe != me() && engine_peer(pe)) {  // no load/store path: tdist_ptr is NULL, as nvshmem_ptr is
+      EXPECT_EQ(hp[pe], nullptr) << "PE " << pe;
+      continue;
+    }
     ASSERT_NE(s->p2p_heap_base[pe], nullptr) << "PE " << pe;
     EXPECT_EQ(hp[pe], static_cast<char *>(s->p2p_heap_base[pe]) + 4096) << "PE " << pe;
   }
@@ -653,6 +664,13 @@ TEST_F(Gpu, FastStateMatchesHostTable) {
     EXPECT_EQ(f.p2p_base[pe], uint64_t(uintptr_t(s->p2p_heap_base[pe]))) << pe;
   // One reservation for all heaps: the stride form of the translation must be in use and agree
   // with the table for every PE (a stride that disagreed would send signals to the wrong heap).
+  // Through the engine (NVSHMEM's heap, peers unmapped) there is no stride.
+  bool engine = false;
+  for (int pe = 0; pe < npes(); ++pe) engine = engine || engine_peer(pe);
+  if (engine) {
+    EXPECT_EQ(f.p2p_stride, 0u) << "a stride over heaps that are not all mapped";
+    return;
+  }
   ASSERT_NE(f.p2p_stride, 0u) << "the heaps are not mapped at a uniform stride";
   EXPECT_GE(f.p2p_stride, f.heap_size);
   for (int pe = 0; pe < npes(); ++pe)
@@ -746,6 +764,28 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "tdist_cuda_bind_state failed\n");
     return 1;
   }
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  // The suite built against the engine (tdist_gpu_tests_nvshmem: -rdc, NVSHMEM's static device
+  // library): its device code is one module holding NVSHMEM's device state; registering it makes
+  // the runtime initialise that state (nvshmemx_cumodule_init). Only a job that runs the engine.
+  {
+    if (!tdist_cuda_engine_bitcode()) {
+      std::fprintf(stderr,
+                   "tdist_gpu_tests_nvshmem: this job does not run the NVSHMEM engine (run it with "
+                   "TDIST_ROCE_PEERS=all, or across hosts)\n");
+      return 1;
+    }
+    cudaFunction_t fn = nullptr;
+    CUmodule mod = nullptr;
+    if (cudaGetFuncBySymbol(&fn, reinterpret_cast<const void *>(identity_kernel)) != cudaSuccess ||
+        cuFuncGetModule(&mod, reinterpret_cast<CUfunction>(fn)) != CUDA_SUCCESS ||
+        tdist_cuda_register_module(mod) != TDIST_SUCCESS) {
+      std::fprintf(stderr, "registering the suite's module with the engine failed: %s\n",
+                   tdist_last_error_message());
+      return 1;
+    }
+  }
+#endif
   g_gpu = true;
   run_seed();
   int rc = RUN_ALL_TESTS();

@@ -654,7 +654,13 @@ enum { TDISTI_NV_SCOPE_THREAD = 0, TDISTI_NV_SCOPE_WARP = 1, TDISTI_NV_SCOPE_BLO
 #define TDISTI_NV_NVSHMEM_SIGNAL_SET 9
 #define TDISTI_NV_NVSHMEM_SIGNAL_ADD 10
 
-#if defined(TDIST_NV_ENGINE_NVSHMEM)
+#if defined(TDIST_NV_ENGINE_NVSHMEM) && !defined(TDIST_NV_BITCODE)
+/* CUDA C++ (nvcc, -rdc): NVSHMEM's device API comes from its own headers, whose inline definitions
+ * need its static device library at the device link (libnvshmem_device.a). */
+#include <nvshmem.h>
+#include <nvshmemx.h>
+#elif defined(TDIST_NV_ENGINE_NVSHMEM)
+/* The bitcode: declarations only, resolved by libnvshmem_device.bc when Triton links both. */
 extern "C" {
 #define TDISTI_NV_NVSHMEM_RMA(prefix, suffix)                                                                \
   TDISTI_NV_DEV void prefix##putmem##suffix(void *dst, const void *src, size_t nbytes, int pe);              \
