@@ -1057,8 +1057,8 @@ TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st, uint64_t epo
   const uint64_t t0 = tdisti_nv_globaltimer();
   int32_t status = 0;
   for (uint32_t it = 0;; ++it) {
-    int bad = -1;
-    uint64_t seen = 0;
+    int bad = -1, bad_cmp = TDIST_CMP_EQ;
+    uint64_t seen = 0, want = e;
     const uint64_t *bad_p = 0;
     for (int i = 0; i < size; ++i) {
       if (i == me) continue;
@@ -1083,11 +1083,13 @@ TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st, uint64_t epo
         bad = st->my_pe;
         seen = v;
         bad_p = arrived;
+        bad_cmp = TDIST_CMP_GE;
+        want = e * n_engine;
       }
     }
     if (bad < 0) break;
     if ((it & 63u) == 63u &&
-        (status = tdisti_nv_wait_check(st, t0, st->wait_timeout_ns, bad_p, TDIST_CMP_EQ, e, seen)) != 0)
+        (status = tdisti_nv_wait_check(st, t0, st->wait_timeout_ns, bad_p, bad_cmp, want, seen)) != 0)
       break;
   }
   tdisti_nv_fence_acq_rel_sys();
