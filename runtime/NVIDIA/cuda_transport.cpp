@@ -56,7 +56,27 @@ class CudaTransport final : public HeapTransport {
 
   // With the NVSHMEM engine (nvshmem_engine.hpp) PEs on other hosts are reached through it.
   bool reaches_other_hosts() const override {
-    return nv::nvshmem_roce_peers() != nv::RocePeers::kNone && nv::nvshmem_available();
+    return nv::nvshmem_roce_peers() != nv::RocePeers::kNone && engine_missing().empty();
+  }
+
+  // Before the heap, in every PE's verdict (so that every PE fails alike): a job that forces every
+  // peer through the engine needs it here. (A job across hosts asks reaches_other_hosts.)
+  std::string check_capacity(size_t bytes, int local_pes) const override {
+    (void)bytes;
+    (void)local_pes;
+    if (nv::nvshmem_roce_peers() != nv::RocePeers::kAll) return {};
+    const std::string why = engine_missing();
+    return why.empty() ? why : "TDIST_ROCE_PEERS=all needs the NVSHMEM engine: " + why;
+  }
+
+  // "" when the engine can run in this process, else why not.
+  static std::string engine_missing() {
+    std::string why;
+    if (!nv::nvshmem_available(&why)) return why;
+    if (nv::NvshmemEngine::device_bitcode().empty())
+      return "NVSHMEM's device bitcode libnvshmem_device.bc is not next to its host library (set "
+             "TDIST_NVSHMEM_DEVICE_BITCODE)";
+    return {};
   }
 
   std::vector<void *> rdma_bases() const override {
@@ -411,11 +431,9 @@ class CudaTransport final : public HeapTransport {
   void map_engine(ControlPlane &cp, size_t bytes, bool all_remote) {
     const int n = cp.size(), me = cp.rank();
     size_ = bytes;
+    const std::string why = engine_missing();  // checked before the heap too (check_capacity)
+    TDIST_CHECK(why.empty(), TDIST_ERR_NOT_SUPPORTED, "the NVSHMEM engine: %s", why.c_str());
     engine_bc_ = nv::NvshmemEngine::device_bitcode();
-    TDIST_CHECK(
-        !engine_bc_.empty(), TDIST_ERR_NOT_SUPPORTED,
-        "the NVSHMEM engine: NVSHMEM's device bitcode libnvshmem_device.bc is not next to its host library "
-        "(set TDIST_NVSHMEM_DEVICE_BITCODE)");
     engine_ = std::make_unique<nv::NvshmemEngine>(cp, bytes, ctx_);
     local_ = engine_->heap();
     bases_.assign(n, nullptr);
