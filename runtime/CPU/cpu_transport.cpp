@@ -102,23 +102,9 @@ uint64_t backable_bytes(std::string *what) {
   return best;
 }
 
-// TDIST_ROCE_PEERS: which peers the ROCE engine reaches. "remote" (default): the PEs of other hosts;
-// "all": every other PE, those of this host too (the engine tested on one host); "none": no PE (the
-// engine off: a job across hosts is refused at init, as in a build without UCX). Parsed strictly.
-enum class RocePeers { kNone, kRemote, kAll };
-
+// TDIST_ROCE_PEERS (core/env.hpp), and "all" needs the ROCE engine here.
 RocePeers roce_peers() {
-  const char *v = std::getenv("TDIST_ROCE_PEERS");
-  RocePeers m = RocePeers::kRemote;
-  if (!v || !*v || std::strcmp(v, "remote") == 0)
-    m = RocePeers::kRemote;
-  else if (std::strcmp(v, "all") == 0)
-    m = RocePeers::kAll;
-  else if (std::strcmp(v, "none") == 0)
-    m = RocePeers::kNone;
-  else
-    TDIST_THROW(TDIST_ERR_INVALID_PARAM,
-                "environment variable TDIST_ROCE_PEERS='%.64s' must be 'remote', 'all' or 'none'", v);
+  const RocePeers m = env_roce_peers();
   TDIST_CHECK(m != RocePeers::kAll || cpu::ucx_available(), TDIST_ERR_NOT_SUPPORTED,
               "TDIST_ROCE_PEERS=all needs the ROCE engine: %s", cpu::ucx_unavailable_reason().c_str());
   return m;

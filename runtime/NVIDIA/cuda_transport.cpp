@@ -15,6 +15,7 @@
 
 #include "bootstrap/control.hpp"
 #include "core/context.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/translate.hpp"
 #include "core/transport.hpp"
@@ -56,7 +57,7 @@ class CudaTransport final : public HeapTransport {
 
   // With the NVSHMEM engine (nvshmem_engine.hpp) PEs on other hosts are reached through it.
   bool reaches_other_hosts() const override {
-    return nv::nvshmem_roce_peers() != nv::RocePeers::kNone && engine_missing().empty();
+    return env_roce_peers() != RocePeers::kNone && engine_missing().empty();
   }
 
   // Before the heap, in every PE's verdict (so that every PE fails alike): a job that forces every
@@ -64,7 +65,7 @@ class CudaTransport final : public HeapTransport {
   std::string check_capacity(size_t bytes, int local_pes) const override {
     (void)bytes;
     (void)local_pes;
-    if (nv::nvshmem_roce_peers() != nv::RocePeers::kAll) return {};
+    if (env_roce_peers() != RocePeers::kAll) return {};
     const std::string why = engine_missing();
     return why.empty() ? why : "TDIST_ROCE_PEERS=all needs the NVSHMEM engine: " + why;
   }
@@ -84,11 +85,7 @@ class CudaTransport final : public HeapTransport {
   }
 
   // Whether some PE is reached only through the engine (the stream barriers then take NVSHMEM's).
-  bool has_engine_peers() const {
-    for (void *b : rdma_)
-      if (b) return true;
-    return false;
-  }
+  bool has_engine_peers() const { return engine_peers_; }
   const nv::NvshmemEngine *engine() const { return engine_.get(); }
   const char *engine_bitcode() const { return engine_ ? engine_bc_.c_str() : nullptr; }
 
@@ -114,9 +111,9 @@ class CudaTransport final : public HeapTransport {
 
     // A job with PEs on other hosts, or TDIST_ROCE_PEERS=all: the heap is NVSHMEM's (job-wide, as
     // the host layout and the variable are the job's).
-    const nv::RocePeers roce = nv::nvshmem_roce_peers();
-    if (roce != nv::RocePeers::kNone && (cp.local_size() != cp.size() || roce == nv::RocePeers::kAll)) {
-      map_engine(cp, bytes, roce == nv::RocePeers::kAll);
+    const RocePeers roce = env_roce_peers();
+    if (roce != RocePeers::kNone && (cp.local_size() != cp.size() || roce == RocePeers::kAll)) {
+      map_engine(cp, bytes, roce == RocePeers::kAll);
       return;
     }
 
@@ -274,6 +271,7 @@ class CudaTransport final : public HeapTransport {
       engine_.reset();  // nvshmem_free of the heap, then NVSHMEM's finalize (collective, as finalize is)
       bases_.assign(bases_.size(), nullptr);
       rdma_.clear();
+      engine_peers_ = false;
     }
     for (void *&b : bases_)
       if (b) {
@@ -445,6 +443,7 @@ class CudaTransport final : public HeapTransport {
       }
       bases_[pe] = all_remote ? nullptr : engine_->ptr(local_, pe);
       if (!bases_[pe]) rdma_[pe] = local_;
+      engine_peers_ = engine_peers_ || !bases_[pe];
     }
     std::lock_guard<std::mutex> g(g_mu);
     g_active = this;
@@ -494,6 +493,7 @@ class CudaTransport final : public HeapTransport {
   std::vector<uint64_t> p2p_copy_;             // host_state_.p2p_heap_base, owned here
   std::unique_ptr<nv::NvshmemEngine> engine_;  // the ROCE engine, when the job runs it
   std::vector<void *> rdma_;                   // [n_pes] engine bases (engine_ only)
+  bool engine_peers_ = false;                  // some rdma_ entry is set (the stream barrier's choice)
   std::vector<CUmodule> engine_modules_;       // modules NVSHMEM initialised
   std::string engine_bc_;                      // libnvshmem_device.bc of the engine
 };

@@ -174,15 +174,6 @@ bool nvshmem_available(std::string *why) {
 #endif
 }
 
-RocePeers nvshmem_roce_peers() {
-  const char *v = std::getenv("TDIST_ROCE_PEERS");
-  if (!v || !*v || std::strcmp(v, "remote") == 0) return RocePeers::kRemote;
-  if (std::strcmp(v, "all") == 0) return RocePeers::kAll;
-  if (std::strcmp(v, "none") == 0) return RocePeers::kNone;
-  TDIST_THROW(TDIST_ERR_INVALID_PARAM,
-              "environment variable TDIST_ROCE_PEERS='%.64s' must be 'remote', 'all' or 'none'", v);
-}
-
 std::string NvshmemEngine::device_bitcode() {
   if (const char *e = std::getenv("TDIST_NVSHMEM_DEVICE_BITCODE"); e && *e) return e;
 #if defined(TDIST_HAVE_NVSHMEM)

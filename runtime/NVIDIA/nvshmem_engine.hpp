@@ -24,12 +24,6 @@ namespace nv {
 // loadable. `why` says why not.
 bool nvshmem_available(std::string *why = nullptr);
 
-// Which peers the ROCE engine reaches (TDIST_ROCE_PEERS, the CPU backend's variable): "remote" (the
-// default: PEs NVSHMEM cannot map by P2P, e.g. on other hosts), "all" (every other PE: the engine
-// tested on one machine) or "none" (the engine off). Any other value throws TDIST_ERR_INVALID_PARAM.
-enum class RocePeers { kNone, kRemote, kAll };
-RocePeers nvshmem_roce_peers();
-
 class NvshmemEngine {
  public:
   // Collective over the control plane, with `ctx` current: NVSHMEM started with a unique id made by PE

@@ -31,6 +31,15 @@ bool env_flag(const char *name, bool dflt) {
   return v[0] == '1';
 }
 
+RocePeers env_roce_peers() {
+  const char *v = std::getenv("TDIST_ROCE_PEERS");
+  if (!v || !*v || std::strcmp(v, "remote") == 0) return RocePeers::kRemote;
+  if (std::strcmp(v, "all") == 0) return RocePeers::kAll;
+  if (std::strcmp(v, "none") == 0) return RocePeers::kNone;
+  TDIST_THROW(TDIST_ERR_INVALID_PARAM,
+              "environment variable TDIST_ROCE_PEERS='%.64s' must be 'remote', 'all' or 'none'", v);
+}
+
 uint64_t env_wait_timeout_ms() {
   return env_uint("TDIST_WAIT_TIMEOUT_MS", TDIST_DEFAULT_WAIT_TIMEOUT_MS, 0, kMaxTimeoutMs);
 }

@@ -21,6 +21,13 @@ bool env_flag(const char *name, bool dflt);
 // value fails init even where the value itself would not be used.
 void check_environment();
 
+// TDIST_ROCE_PEERS, which peers a backend's ROCE engine reaches (UCX on the CPU backend, NVSHMEM on
+// the NVIDIA one): "remote" (the default, also unset or empty: the PEs of other hosts), "all" (every
+// other PE: the engine tested on one host) or "none" (the engine off). Anything else throws
+// INVALID_PARAM naming the value.
+enum class RocePeers { kNone, kRemote, kAll };
+RocePeers env_roce_peers();
+
 // The wait budget from TDIST_WAIT_TIMEOUT_MS (default TDIST_DEFAULT_WAIT_TIMEOUT_MS).
 uint64_t env_wait_timeout_ms();
 // The watchdog heartbeat bound from TDIST_HEARTBEAT_TIMEOUT_MS (rank 0's value serves the job;

@@ -7,11 +7,12 @@
 #include <string>
 
 #include "NVIDIA/nvshmem_engine.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 
 namespace {
 
-using tdist::nv::RocePeers;
+using tdist::RocePeers;
 
 struct Env {
   Env(const char *k, const char *v) : key(k) {
@@ -34,23 +35,23 @@ struct Env {
 TEST(NvshmemEngine, RocePeersParsedStrictly) {
   {
     Env e("TDIST_ROCE_PEERS", nullptr);
-    EXPECT_EQ(tdist::nv::nvshmem_roce_peers(), RocePeers::kRemote);
+    EXPECT_EQ(tdist::env_roce_peers(), RocePeers::kRemote);
   }
   {
     Env e("TDIST_ROCE_PEERS", "remote");
-    EXPECT_EQ(tdist::nv::nvshmem_roce_peers(), RocePeers::kRemote);
+    EXPECT_EQ(tdist::env_roce_peers(), RocePeers::kRemote);
   }
   {
     Env e("TDIST_ROCE_PEERS", "all");
-    EXPECT_EQ(tdist::nv::nvshmem_roce_peers(), RocePeers::kAll);
+    EXPECT_EQ(tdist::env_roce_peers(), RocePeers::kAll);
   }
   {
     Env e("TDIST_ROCE_PEERS", "none");
-    EXPECT_EQ(tdist::nv::nvshmem_roce_peers(), RocePeers::kNone);
+    EXPECT_EQ(tdist::env_roce_peers(), RocePeers::kNone);
   }
   Env e("TDIST_ROCE_PEERS", "everyone");
   try {
-    tdist::nv::nvshmem_roce_peers();
+    tdist::env_roce_peers();
     FAIL() << "a bad TDIST_ROCE_PEERS was accepted";
   } catch (const tdist::Error &err) {
     EXPECT_EQ(err.code(), TDIST_ERR_INVALID_PARAM);

@@ -768,13 +768,14 @@ TDISTI_NV_FN int tdisti_nv_engine_sig_op(int op) {
                                   : -1;
 }
 
-/* putmem_signal to a PE reached only by the engine, by a group: NVSHMEM's (blocking) putmem_signal,
- * which delivers the signal after the data. Returns 0 when the engine took it, else 1 (the caller goes on
- * with the load/store path, whose own translation faults for an unreachable PE). */
-TDISTI_NV_FN int tdisti_nv_engine_put_signal(void *dst, const void *src, size_t n, uint64_t *sig, uint64_t v,
-                                             int op, int pe, int scope) {
+/* putmem_signal to a PE reached only by the engine (`p`, dst's p2p translation, is NULL), by a
+ * group: NVSHMEM's (blocking) putmem_signal, which delivers the signal after the data. Returns 0 when
+ * the engine took it, else 1 (the caller goes on with the load/store path, which records the fault of
+ * an unreachable PE). */
+TDISTI_NV_FN int tdisti_nv_engine_put_signal(const void *p, void *dst, const void *src, size_t n,
+                                             uint64_t *sig, uint64_t v, int op, int pe, int scope) {
 #if defined(TDIST_NV_ENGINE_NVSHMEM)
-  if (tdisti_nv_ptr(dst, pe) != 0) return 1;
+  if (p != 0) return 1;
   void *e = tdisti_nv_engine_addr(dst, pe);
   uint64_t *es = (uint64_t *)tdisti_nv_engine_addr(sig, pe);
   if (e == 0 || es == 0) return 1;
@@ -786,7 +787,7 @@ TDISTI_NV_FN int tdisti_nv_engine_put_signal(void *dst, const void *src, size_t 
   TDISTI_NV_ENGINE_CALL(scope, putmem_signal, e, src, n, es, v, nop, pe);
   return 0;
 #else
-  (void)dst, (void)src, (void)n, (void)sig, (void)v, (void)op, (void)pe, (void)scope;
+  (void)p, (void)dst, (void)src, (void)n, (void)sig, (void)v, (void)op, (void)pe, (void)scope;
   return 1;
 #endif
 }
@@ -960,10 +961,11 @@ TDISTI_NV_ABI void tdist_signal_op(uint64_t *sig_addr, uint64_t signal, int sig_
 }
 TDISTI_NV_ABI void tdist_putmem_signal(void *dst, const void *src, size_t nbytes, uint64_t *sig_addr,
                                        uint64_t signal, int sig_op, int pe) {
-  if (tdisti_nv_engine_put_signal(dst, src, nbytes, sig_addr, signal, sig_op, pe, TDISTI_NV_SCOPE_THREAD) ==
-      0)
+  void *p = tdisti_nv_ptr(dst, pe);
+  if (tdisti_nv_engine_put_signal(p, dst, src, nbytes, sig_addr, signal, sig_op, pe,
+                                  TDISTI_NV_SCOPE_THREAD) == 0)
     return;
-  tdist_putmem(dst, src, nbytes, pe);
+  tdisti_nv_put(p, dst, src, nbytes, pe, 0, 1, TDISTI_NV_SCOPE_THREAD);
   /* The release below orders this thread's data stores before the signal. */
   tdist_signal_op(sig_addr, signal, sig_op, pe);
 }
@@ -1161,11 +1163,11 @@ TDISTI_NV_ABI int32_t tdistx_num_programs(int32_t axis) {
    * NVSHMEM's putmem_signal of the group */                                                                 \
   TDISTI_NV_ABI void tdistx_putmem_signal_##scope(void *dst, const void *src, size_t nbytes,                 \
                                                   uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { \
-    if (tdisti_nv_engine_put_signal(dst, src, nbytes, sig_addr, signal, sig_op, pe, SCOPE) == 0) {           \
+    void *p = tdisti_nv_ptr(dst, pe);                                                                        \
+    if (tdisti_nv_engine_put_signal(p, dst, src, nbytes, sig_addr, signal, sig_op, pe, SCOPE) == 0) {        \
       SYNC;                                                                                                  \
       return;                                                                                                \
     }                                                                                                        \
-    void *p = tdisti_nv_ptr(dst, pe);                                                                        \
     tdisti_nv_put(p, dst, src, nbytes, pe, IDX, SIZE, SCOPE);                                                \
     SYNC;                                                                                                    \
     if (IDX == 0) {                                                                                          \
@@ -1489,10 +1491,10 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
       int64_t dst, int64_t src, int64_t nbytes, int64_t sig_addr, uint64_t signal, int32_t sig_op,         \
       int32_t pe) {                                                                                        \
     SYNC;                                                                                                  \
-    if (tdisti_nv_engine_put_signal(TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes,                    \
+    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
+    if (tdisti_nv_engine_put_signal(p, TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes,                 \
                                     (uint64_t *)TDISTI_NV_P(sig_addr), signal, sig_op, pe, SCOPE) == 0)    \
       return 0;                                                                                            \
-    void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
     tdisti_nv_put(p, TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes, pe, IDX, SIZE, SCOPE);            \
     SYNC;                                                                                                  \
     if (IDX == 0) {                                                                                        \
