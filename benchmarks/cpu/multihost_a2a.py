@@ -3,7 +3,7 @@
 engine on UCX) against Open MPI's MPI_Alltoall on the same hosts, in the same run, as ratios.
 
     sudo python3 benchmarks/cpu/multihost_a2a.py [--build build] [--hosts 2] [--ranks-per-host 2]
-        [--bytes 64K,1M,16M] [--kernels a2a_direct,a2a_wait_notify] [--repeats 3]
+        [--bytes 64K,1M,16M] [--kernels a2a_direct,a2a_wait_notify] [--repeats 3] [--layout mpi|seed]
         [--variants "1m;8k:UCX_TCP_TX_SEG_SIZE=8k,UCX_TCP_RX_SEG_SIZE=8k"]
 
 Hosts are network namespaces on this machine (tests/multihost/netns_hosts.py: a bridge, one
@@ -11,7 +11,10 @@ address each, a host name per rank); UCX and Open MPI are both held to TCP betwe
 (UCX_TLS=tcp,self; Open MPI's tcp BTL over eth0, its launcher entering each namespace through an
 rsh agent). Every repeat runs each implementation once per size list; a figure is the slowest
 rank's mean time of one call; the table gives the median and the range over the repeats and the
-ratio of medians (Open MPI time / tdist time: above 1 is tdist faster). --variants runs tdist
+ratio of medians (Open MPI time / tdist time: above 1 is tdist faster). --layout mpi (the default)
+gives tdist MPI_Alltoall's layout, one contiguous block per peer in and out, so both move the same
+bytes to the same places; --layout seed is the seed's combine layout (4 KiB rows interleaved by
+source PE in the output), an operation MPI_Alltoall does not do without a permute. --variants runs tdist
 once per named environment in every repeat (e.g. UCX's TCP segment sizes), so that they compare in
 the same run. Needs root.
 """
@@ -88,6 +91,9 @@ def main():
     ap.add_argument("--kernels", default="a2a_direct,a2a_wait_notify")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--layout", choices=("seed", "mpi"), default="mpi",
+                    help="tdist's data layout: mpi (one contiguous block per peer, as MPI_Alltoall moves it) or "
+                         "seed (the combine's 4 KiB rows, interleaved by source PE in the output)")
     ap.add_argument("--tdist-args", default="", help="more tdist-bench-cpu arguments, e.g. \"--grid 4 --block-s 256\"")
     ap.add_argument("--variants", default="",
                     help="tdist runs to compare in the same repeats, each NAME or NAME:VAR=V,VAR=V, separated by "
@@ -118,14 +124,14 @@ def main():
             for b, t in run_mpi(hosts, layout, build, byte_list, a.iters, str(agent)).items():
                 mpi_t[b].append(t)
             for k, label, env in kernel_runs:
-                for (_, b), t in run_tdist(hosts, layout, build, k, byte_list, a.iters, a.tdist_args.split(),
-                                           env).items():
+                extra = ["--layout", a.layout, *a.tdist_args.split()]
+                for (_, b), t in run_tdist(hosts, layout, build, k, byte_list, a.iters, extra, env).items():
                     tdist_t[(label, b)].append(t)
             print(f"repeat {rep + 1} of {a.repeats} done", file=sys.stderr, flush=True)
-    print(f"all-to-all, f32, {a.hosts} hosts x {a.ranks_per_host} ranks (network namespaces, TCP), "
+    print(f"all-to-all, f32, {a.layout} layout, {a.hosts} hosts x {a.ranks_per_host} ranks (network namespaces, TCP), "
           f"{a.repeats} repeats: median [min-max] of the slowest rank's mean per call")
-    print("| bytes per rank | kernel | Open MPI ms | tdist ms | ratio (MPI / tdist) |")
-    print("|---|---|---|---|---|")
+    print("| bytes per rank | kernel | Open MPI ms | tdist ms | ratio of medians (MPI / tdist) | per-repeat ratios |")
+    print("|---|---|---|---|---|---|")
 
     def fmt(v):
         return f"{statistics.median(v) / 1e3:.2f} [{min(v) / 1e3:.2f}-{max(v) / 1e3:.2f}]"
@@ -134,7 +140,9 @@ def main():
             t, m = tdist_t[(k, b)], mpi_t[b]
             if not t or not m:
                 continue
-            print(f"| {b} | {k} | {fmt(m)} | {fmt(t)} | {statistics.median(m) / statistics.median(t):.2f}x |")
+            per = sorted(x / y for x, y in zip(m, t))  # the same repeat's Open MPI and tdist times
+            print(f"| {b} | {k} | {fmt(m)} | {fmt(t)} | {statistics.median(m) / statistics.median(t):.2f}x | "
+                  f"{per[0]:.2f}-{per[-1]:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,11 @@
 // kc::A2AVariant), dispatch_pipeline dispatch_direct,
 // ar_one_shot ar_two_shot ar_ring, ag_gemm, gemm_rs, memcpy (every PE copies its bytes locally at
 // the same time: the copy ceiling on this machine).
-// --bytes is the input size per PE. All-to-all: S = bytes / (W*H*D*elem) (--H, --D); GEMMs:
-// m = bytes / (k*elem) rows of A per PE (--n, --k).
+// --bytes is the input size per PE. All-to-all: S = bytes / (W*H*D*elem) (--H, --D); with
+// --layout mpi instead S = H = 1 and D = bytes / (W*elem): every peer's share is one contiguous
+// block in the input and in the output, the layout of MPI_Alltoall (the default layout is the
+// seed's combine: 4 KiB rows, interleaved by source PE in the output). GEMMs: m = bytes / (k*elem)
+// rows of A per PE (--n, --k).
 // Every size: a checked run on fresh random inputs with a poisoned output, warm-up, the timed loop
 // on a re-poisoned output, and a check of the timed loop's result. Time is the slowest PE's mean.
 #include <algorithm>
@@ -50,6 +53,7 @@ struct Options {
   tk::DType dtype = tk::DType::f32;
   std::vector<size_t> bytes = {1 << 20};
   int64_t H = 4, D = 256;    // all-to-all
+  bool mpi_layout = false;   // all-to-all: S = H = 1, one block per peer (--layout mpi)
   int64_t n = 256, k = 256;  // GEMMs
   int64_t block_s = 0, block_d = 0;
   int buffer_num = 2;
@@ -63,7 +67,8 @@ struct Options {
   std::fprintf(
       stderr,
       "tdist-bench-cpu: %s\nusage: tdist-bench-cpu --kernel K [--dtype f32|f64|f16|bf16] --bytes N[,N..] "
-      "[--H h --D d --block-s b --block-d b --buffer-num n] [--n n --k k] [--grid g] [--iters n] "
+      "[--H h --D d | --layout mpi] [--block-s b --block-d b --buffer-num n] [--n n --k k] [--grid g] "
+      "[--iters n] "
       "[--warmup n] [--min-time s] [--no-check]\n",
       msg);
   std::exit(2);
@@ -186,9 +191,9 @@ void bench_alltoall(const Options &o, kc::A2ADirection dir, kc::A2AVariant v) {
     cfg.direction = dir;
     cfg.variant = v;
     cfg.dtype = o.dtype;
-    cfg.H = o.H;
-    cfg.D = o.D;
-    cfg.S = std::max<int64_t>(1, int64_t(bytes / (size_t(W) * o.H * o.D * es)));
+    cfg.H = o.mpi_layout ? 1 : o.H;
+    cfg.D = o.mpi_layout ? std::max<int64_t>(1, int64_t(bytes / (size_t(W) * es))) : o.D;
+    cfg.S = std::max<int64_t>(1, int64_t(bytes / (size_t(W) * cfg.H * cfg.D * es)));
     cfg.block_s = o.block_s;
     cfg.block_d = o.block_d;
     cfg.buffer_num = o.buffer_num;
@@ -345,7 +350,11 @@ int main(int argc, char **argv) {
       o.H = std::stoll(next());
     else if (a == "--D")
       o.D = std::stoll(next());
-    else if (a == "--n")
+    else if (a == "--layout") {
+      const std::string l = next();
+      if (l != "mpi" && l != "seed") usage("--layout is mpi or seed");
+      o.mpi_layout = l == "mpi";
+    } else if (a == "--n")
       o.n = std::stoll(next());
     else if (a == "--k")
       o.k = std::stoll(next());
