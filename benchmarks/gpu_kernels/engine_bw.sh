@@ -2,7 +2,8 @@
 # Put bandwidth through the NVIDIA backend's ROCE engine (NVSHMEM) against NVSHMEM's own, in one run:
 # ROUNDS rounds, each running, at 2 ranks on this machine's GPU(s):
 #   engine_put_bw.py with TDIST_ROCE_PEERS=all  (tdist's putmem_nbi_block through the NVSHMEM engine)
-#   nvshmem_put_bw                               (the same kernel on NVSHMEM's API, NVSHMEM's transport)
+#   nvshmem_put_bw                               (the same kernel on NVSHMEM's API, NVSHMEM's transport;
+#                                                 then again with a system fence before each quiet)
 #   engine_put_bw.py without it                  (tdist's load/store path, for reference)
 # Usage (after the Python extension is built, e.g. by scripts/gpu-run):
 #   benchmarks/gpu_kernels/engine_bw.sh OUT_DIR [ROUNDS] [SIZES] [BLOCKS]
@@ -39,11 +40,14 @@ for r in range(1, rounds + 1):
             line = line.split("] ", 1)[-1].strip()
             if line.startswith("{"):
                 d = json.loads(line)
-                rows.setdefault(d["bytes"], {}).setdefault(kind, []).append(d["GBps"])
-print("bytes | engine GB/s | NVSHMEM GB/s | engine / NVSHMEM per round | load/store GB/s")
+                key = d["impl"] if kind == "nvshmem" else kind  # nvshmem, nvshmem+fence
+                rows.setdefault(d["bytes"], {}).setdefault(key, []).append(d["GBps"])
+print("bytes | engine GB/s | NVSHMEM GB/s | engine / NVSHMEM per round | NVSHMEM, a fence before each quiet, "
+      "GB/s | load/store GB/s")
 for n in sorted(rows):
     e, v, p = rows[n].get("engine", []), rows[n].get("nvshmem", []), rows[n].get("p2p", [])
+    f = rows[n].get("nvshmem+fence", [])
     ratios = [round(a / b, 3) for a, b in zip(e, v)]
-    print(f"{n} | {e} | {v} | {ratios} | {p}")
+    print(f"{n} | {e} | {v} | {ratios} | {f} | {p}")
 PY
 exit $rc

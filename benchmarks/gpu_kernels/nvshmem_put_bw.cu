@@ -32,12 +32,17 @@
     }                                                                                         \
   } while (0)
 
-__global__ void put_bw(char *dst, const char *src, size_t n, int peer, int reps) {
+// fence_first: a system-scope fence before each quiet, as tdist's quiet did in its engine build
+// before 2026-12-03 (the second row of each size: what that fence cost).
+__global__ void put_bw(char *dst, const char *src, size_t n, int peer, int reps, int fence_first) {
   const size_t per = (n + gridDim.x - 1) / gridDim.x, start = blockIdx.x * per;
   for (int r = 0; r < reps; ++r) {
     if (start < n)
       nvshmemx_putmem_nbi_block(dst + start, src + start, per < n - start ? per : n - start, peer);
-    if (threadIdx.x == 0) nvshmem_quiet();
+    if (threadIdx.x == 0) {
+      if (fence_first) __threadfence_system();
+      nvshmem_quiet();
+    }
     __syncthreads();
   }
 }
@@ -108,21 +113,21 @@ int main(int argc, char **argv) {
   const int peer = 1 - rank;
   for (size_t n : sizes) {
     nvshmem_barrier_all();
-    if (rank == 0) {
-      put_bw<<<blocks, 128, 0, st>>>(dst, src, n, peer, 5);
+    for (int fence_first = 0; rank == 0 && fence_first < 2; ++fence_first) {
+      put_bw<<<blocks, 128, 0, st>>>(dst, src, n, peer, 5, fence_first);
       cudaEvent_t a, b;
       CK(cudaEventCreate(&a));
       CK(cudaEventCreate(&b));
       spin<<<1, 1, 0, st>>>(4000000);
       CK(cudaEventRecord(a, st));
-      put_bw<<<blocks, 128, 0, st>>>(dst, src, n, peer, iters);
+      put_bw<<<blocks, 128, 0, st>>>(dst, src, n, peer, iters, fence_first);
       CK(cudaEventRecord(b, st));
       CK(cudaEventSynchronize(b));
       float ms = 0;
       CK(cudaEventElapsedTime(&ms, a, b));
       const double us = ms * 1e3 / iters;
-      std::printf("{\"impl\": \"nvshmem\", \"bytes\": %zu, \"blocks\": %d, \"us\": %.2f, \"GBps\": %.2f}\n",
-                  n, blocks, us, n / us / 1e3);
+      std::printf("{\"impl\": \"%s\", \"bytes\": %zu, \"blocks\": %d, \"us\": %.2f, \"GBps\": %.2f}\n",
+                  fence_first ? "nvshmem+fence" : "nvshmem", n, blocks, us, n / us / 1e3);
       std::fflush(stdout);
     }
     CK(cudaDeviceSynchronize());

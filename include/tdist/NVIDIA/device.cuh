@@ -792,15 +792,30 @@ TDISTI_NV_FN int tdisti_nv_engine_put_signal(const void *p, void *dst, const voi
 #endif
 }
 
-/* The engine's part of tdist_fence / tdist_quiet (nothing in the plain library). */
-TDISTI_NV_FN void tdisti_nv_engine_fence(void) {
-#if defined(TDIST_NV_ENGINE_NVSHMEM)
-  nvshmem_fence();
-#endif
-}
+/* The engine's quiet (nothing in the plain library). */
 TDISTI_NV_FN void tdisti_nv_engine_quiet(void) {
 #if defined(TDIST_NV_ENGINE_NVSHMEM)
   nvshmem_quiet();
+#endif
+}
+
+/* tdist_fence and tdist_quiet. The plain library: a system-scope fence orders (fence) or completes
+ * (quiet) this thread's stores into peer mappings. The engine build: NVSHMEM's fence and quiet alone,
+ * since they order or complete memory stores to symmetric objects too (OpenSHMEM's definition) and
+ * end in a system-scope fence of the calling thread on every NVSHMEM transport; a second fence
+ * before them cost a drain per call. */
+TDISTI_NV_FN void tdisti_nv_fence(void) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  nvshmem_fence();
+#else
+  tdisti_nv_fence_acq_rel_sys();
+#endif
+}
+TDISTI_NV_FN void tdisti_nv_quiet(void) {
+#if defined(TDIST_NV_ENGINE_NVSHMEM)
+  nvshmem_quiet();
+#else
+  tdisti_nv_fence_sc_sys();
 #endif
 }
 
@@ -814,8 +829,7 @@ TDISTI_NV_FN void tdisti_nv_engine_notify(T *slot, T v, int32_t pe, int32_t op) 
       tdisti_nv_fault(TDISTI_NV_ERR_INVALID_PARAM, pe, 0, -1, (uint64_t)op, 0);
       return;
     }
-    tdisti_nv_fence_sc_sys();
-    nvshmem_fence();
+    nvshmem_fence(); /* ends in a system-scope fence: this thread's stores are released too */
     if (sizeof(T) == 8) {
       uint64_t b;
       __builtin_memcpy(&b, &v, 8);
@@ -840,8 +854,7 @@ TDISTI_NV_FN void tdisti_nv_engine_notify(T *slot, T v, int32_t pe, int32_t op) 
 TDISTI_NV_FN void tdisti_nv_engine_p(void *dst, uint64_t bits, unsigned width, int pe) {
 #if defined(TDIST_NV_ENGINE_NVSHMEM)
   if (void *e = tdisti_nv_engine_addr(dst, pe)) {
-    tdisti_nv_fence_sc_sys();
-    nvshmem_fence();
+    nvshmem_fence(); /* as the notify's: this thread's stores are released too */
     if (width == 1)
       nvshmem_uint8_p((uint8_t *)e, (uint8_t)bits, pe);
     else if (width == 2)
@@ -1014,14 +1027,8 @@ TDISTI_NV_ABI int64_t tdistx_consume_token_int64(int64_t value, int32_t token) {
   return value;
 }
 
-TDISTI_NV_ABI void tdist_fence(void) {
-  tdisti_nv_fence_acq_rel_sys();
-  tdisti_nv_engine_fence();
-}
-TDISTI_NV_ABI void tdist_quiet(void) {
-  tdisti_nv_fence_sc_sys();
-  tdisti_nv_engine_quiet();
-}
+TDISTI_NV_ABI void tdist_fence(void) { tdisti_nv_fence(); }
+TDISTI_NV_ABI void tdist_quiet(void) { tdisti_nv_quiet(); }
 
 /* The cross-PE part of every device barrier, run by one thread per PE, over a member set: world PEs
  * start + i * stride, i < size, this PE being member `me`, each with its epoch word at heap offset
@@ -1048,10 +1055,7 @@ TDISTI_NV_FN int32_t tdisti_nv_pe_barrier(tdist_device_state_t *st, uint64_t epo
   for (int i = 0; i < size; ++i) {
     const int pe = start + i * stride;
     if (i == me || tdisti_nv_p2p_base(st, pe) != 0) continue;
-    if (n_engine++ == 0) {
-      tdisti_nv_fence_sc_sys();
-      tdisti_nv_engine_quiet();
-    }
+    if (n_engine++ == 0) tdisti_nv_quiet();
     tdisti_nv_engine_notify<uint64_t>((uint64_t *)(heap + arrivals_off), 1, pe, TDIST_SIGNAL_ADD);
   }
   if (n_engine != 0 && tdisti_nv_faulted(st)) return tdisti_nv_ld_volatile_s32(&st->fault_code);
@@ -1466,8 +1470,10 @@ TDISTI_NV_ABI int32_t tdistx_shmem_barrier_block_i64(int32_t team) {
     SYNC;                                                                                                  \
     void *p = tdisti_nv_ptr(TDISTI_NV_P(dst), pe);                                                         \
     tdisti_nv_put(p, TDISTI_NV_P(dst), TDISTI_NV_P(src), (size_t)nbytes, pe, IDX, SIZE, SCOPE);            \
-    tdisti_nv_fence_sc_sys();                                                                              \
-    if (p == 0) tdisti_nv_engine_quiet(); /* blocking: delivered on return, as the stores are */           \
+    if (p) /* blocking: delivered on return, the stores by their fence, the engine's put by its quiet */   \
+      tdisti_nv_fence_sc_sys();                                                                            \
+    else                                                                                                   \
+      tdisti_nv_engine_quiet();                                                                            \
     SYNC;                                                                                                  \
     return 0;                                                                                              \
   }                                                                                                        \
