@@ -118,3 +118,27 @@ def test_moe_bad_arguments_are_named(tmp_path):
     p = subprocess.run([sys.executable, str(REPO / "tools" / "tdist-bench"), "--moe", "--moe-shape", "7168x8",
                         "--out", str(tmp_path / "m.json")], capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "--moe-shape must be HIDDENxTOPKxEXPERTS" in p.stderr, p.stderr
+
+
+def test_cpu_alltoall_in_mpi_layout(tmp_path):
+    """--layout mpi gives every peer one contiguous block (S = H = 1, D = bytes / (W x elem)), the layout
+    of MPI_Alltoall; every variant that takes it is checked exactly against the reference, and a
+    layout of another name is refused."""
+    import json
+    build = _default_build()
+    if build is None or not list((build / "benchmarks" / "cpu").glob("tdist-bench-cpu*")):
+        pytest.skip("tdist-bench-cpu is not built (scripts/build.sh)")
+    bench = str(build / "benchmarks" / "cpu" / "tdist-bench-cpu")
+    for kernel in ("a2a_direct", "a2a_wait_notify", "a2a_bulk", "a2a_pipeline"):
+        p = subprocess.run([sys.executable, str(REPO / "tools" / "tdist-run"), "-n", "2", "--timeout", "120", "--",
+                            bench, "--kernel", kernel, "--dtype", "f32", "--bytes", "64K,96K", "--layout", "mpi",
+                            "--iters", "5"], capture_output=True, text=True, timeout=180)
+        assert p.returncode == 0, (kernel, p.stdout[-2000:], p.stderr[-2000:])
+        recs = [json.loads(line.split("] ", 1)[-1]) for line in p.stdout.splitlines()
+                if line.split("] ", 1)[-1].startswith("{")]
+        assert sorted(r["bytes"] for r in recs) == [65536, 98304], (kernel, recs)
+        for r in recs:
+            assert r["check"] == "ok" and r["S"] == 1 and r["H"] == 1 and r["D"] == r["bytes"] // (2 * 4), r
+    p = subprocess.run([bench, "--kernel", "a2a_direct", "--layout", "rows"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and "--layout is mpi or seed" in p.stderr, p.stderr
