@@ -2,7 +2,9 @@
 //   tdist-run -n 2 -- tdist_gpu_bench pingpong   signal round trip: tdist API vs raw PTX floor
 //                                                (tdist_gpu_bench_noprintf: the same,
 //                                                TDIST_NV_NO_DEVICE_PRINTF)
-//   tdist-run -n 1 -- tdist_gpu_bench put        block putmem vs cudaMemcpy D2D, same bytes
+//   tdist-run -n 1 -- tdist_gpu_bench put        block putmem vs cudaMemcpy D2D, same bytes (the
+//                                                CTAs on one contiguous chunk each, then on 256 KiB
+//                                                tiles taken grid-stride; the best form is the ratio)
 //   tdist-run -n N -- tdist_gpu_bench barrier    device tdist_barrier_all latency
 // Each prints a ratio against a baseline measured in the same run (medians of repeated runs).
 #include "tdist/NVIDIA/device.cuh"
@@ -146,11 +148,20 @@ void bench_pingpong() {
 }
 
 // ---- block putmem bandwidth vs cudaMemcpy D2D of the same bytes into the same peer mapping ----
+// Each CTA puts one contiguous chunk of total / grid bytes.
 __global__ void put_blocks(char *dst, const char *src, size_t chunk, size_t total, int pe) {
   size_t off = size_t(blockIdx.x) * chunk;
   if (off >= total) return;
   size_t n = chunk < total - off ? chunk : total - off;
   tdistx_putmem_nbi_block(dst + off, src + off, n, pe);
+}
+// Each CTA puts tiles of `tile` bytes, blockIdx.x, blockIdx.x + grid, ... (neighbouring CTAs on
+// neighbouring addresses, as a copy kernel spreads its grid).
+__global__ void put_tiles(char *dst, const char *src, size_t tile, size_t total, int pe) {
+  for (size_t off = size_t(blockIdx.x) * tile; off < total; off += size_t(gridDim.x) * tile) {
+    size_t n = tile < total - off ? tile : total - off;
+    tdistx_putmem_nbi_block(dst + off, src + off, n, pe);
+  }
 }
 
 void bench_put() {
@@ -168,20 +179,32 @@ void bench_put() {
   CK(cudaEventCreate(&e1));
   const bool active = me() == 0;
   std::printf("put: PE %d, %d SMs visible to this process\n", me(), sms);
-  std::vector<int> block_counts = {sms, 2 * sms, 4 * sms};
+  struct Cfg {
+    bool tiles;
+    int blocks, threads;
+  };
+  std::vector<Cfg> cfgs;
+  for (bool tiles : {false, true})
+    for (int threads : {512, 1024})
+      for (int blocks : {sms, 2 * sms, 4 * sms})
+        if (threads == 512 || blocks <= 2 * sms) cfgs.push_back({tiles, blocks, threads});
+  const size_t tile = size_t(256) << 10;
   double best_put = 0;
-  int best_blocks = 0;
-  std::vector<double> t_copy;
-  for (int cfg = 0; cfg <= int(block_counts.size()); ++cfg) {
+  Cfg best{};
+  for (int cfg = 0; cfg <= int(cfgs.size()); ++cfg) {
     std::vector<double> t;
     for (int r = 0; r < 12; ++r) {
       TD(tdist_host_barrier_all());
       if (!active) continue;
       CK(cudaEventRecord(e0));
-      if (cfg < int(block_counts.size())) {
-        int blocks = block_counts[cfg];
-        size_t chunk = (total / blocks + 15) / 16 * 16;
-        put_blocks<<<blocks, 512>>>(dst, src, chunk, total, pe);
+      if (cfg < int(cfgs.size())) {
+        const Cfg &c = cfgs[cfg];
+        if (c.tiles) {
+          put_tiles<<<c.blocks, c.threads>>>(dst, src, tile, total, pe);
+        } else {
+          size_t chunk = (total / c.blocks + 15) / 16 * 16;
+          put_blocks<<<c.blocks, c.threads>>>(dst, src, chunk, total, pe);
+        }
       } else {
         CK(cudaMemcpyAsync(peer_dst, src, total, cudaMemcpyDeviceToDevice));
       }
@@ -194,16 +217,20 @@ void bench_put() {
     if (!active) continue;
     TD(tdist_cuda_check_fault(nullptr));
     double gbs = total / (median(t) * 1e-3) / 1e9;  // bytes moved (one direction)
-    if (cfg < int(block_counts.size())) {
-      std::printf("put: tdistx_putmem_nbi_block x %d CTAs x 512 threads: %.1f GB/s (%.3f ms)\n",
-                  block_counts[cfg], gbs, median(t));
-      if (gbs > best_put) best_put = gbs, best_blocks = block_counts[cfg];
+    if (cfg < int(cfgs.size())) {
+      const Cfg &c = cfgs[cfg];
+      std::printf("put: tdistx_putmem_nbi_block, %s, %d CTAs x %d threads: %.1f GB/s (%.3f ms)\n",
+                  c.tiles ? "256 KiB tiles grid-stride" : "one chunk per CTA", c.blocks, c.threads, gbs,
+                  median(t));
+      if (gbs > best_put) best_put = gbs, best = c;
     } else {
       std::printf("put: cudaMemcpyAsync D2D into the peer mapping: %.1f GB/s (%.3f ms)\n", gbs, median(t));
       std::printf(
-          "put n_pes=%d bytes=%zu: block putmem %.1f GB/s (%d CTAs) vs cudaMemcpy %.1f GB/s, ratio %.3f "
-          "(goal >= 0.9)\n",
-          npes(), total, best_put, best_blocks, gbs, best_put / gbs);
+          "put n_pes=%d bytes=%zu: block putmem %.1f GB/s (%s, %d CTAs x %d threads) vs cudaMemcpy %.1f "
+          "GB/s, "
+          "ratio %.3f (goal >= 0.9)\n",
+          npes(), total, best_put, best.tiles ? "tiles" : "chunks", best.blocks, best.threads, gbs,
+          best_put / gbs);
     }
   }
   TD(tdist_host_barrier_all());
