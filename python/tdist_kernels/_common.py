@@ -168,11 +168,19 @@ def bar_slots(world):
 #     output ended at an earlier kernel boundary, so nothing needs ordering before it; every program
 #     sends it, so a sender never waits on a program of the receiver that is not resident yet);
 #  2. a program stores into peer t's output only after ready[t] == e here;
-#  3. every program makes its stores visible system-wide (fence) and counts itself out; the last one
-#     signals done(e) to every peer, waits for done[r] == e from every peer, and records e.
+#  3. every program joins its threads and counts itself out (acq_rel: the program's stores are
+#     ordered before its count); the last one fences system-wide, which on CUDA is cumulative: every
+#     counted program's stores, observed through the counter, are ordered before the fence (the PTX
+#     memory model's causality order is transitive across scopes). Where fences are not known to be
+#     cumulative (``fences_cumulative``: Ascend, CPU ranks) every program fences before its count, as
+#     each core's fence orders only its own transfers. The last program then signals done(e) to every
+#     peer, waits for done[r] == e from every peer, and records e.
 # Equality holds while anyone waits: a PE can enter e + 1 only after its launch e saw every
 # peer's done(e), which each peer sends after all of its stores of epoch e.
 # The grid must be the same at every launch with one area (the host keys the area by it).
+# Until 2026-12-04 every program fenced system-wide before counting itself out on CUDA too; one
+# fence by the last program orders the same stores, and on one H200 (2 ranks, 16 and 64 MiB per rank) the call
+# took 1-2.4 us less (benchmarks/NOTES.md, "The direct all-to-all's end round").
 
 
 def epoch_slots(world):
@@ -199,10 +207,12 @@ def epoch_wait_ready(ctl_ptr, target, rank, e):
 
 @triton.jit
 def epoch_end(ctl_ptr, rank, world, pe0, pes, e):
-    fence_sys()
+    if not fences_cumulative():
+        fence_sys()  # Ascend and CPU ranks: each program orders its own transfers
     cta_sync()
     old = tl.atomic_add(ctl_ptr + SIG, 1, sem="acq_rel", scope="gpu")
     if old == e * tl.num_programs(0) - 1:
+        fence_sys()
         for r in range(0, world):
             if r != rank:
                 dl.notify(ctl_ptr + (2 + world + rank) * SIG, team_pe(r, pe0, pes), e)
@@ -228,6 +238,14 @@ def cta_sync(_semantic=None, _builder=None):
         tlc.inline_asm_elementwise("bar.sync 0; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1,
                                    _semantic=_semantic)
     return None
+
+
+@tlc.builtin
+def fences_cumulative(_semantic=None, _builder=None):
+    """``tl.constexpr(True)`` where one program's system-scope fence also orders the stores of the
+    programs it observed through an acq_rel counter (CUDA, by the PTX memory model); False on
+    Ascend and CPU ranks (triton-ascend's lowering), where each core fences its own transfers."""
+    return tl.constexpr(Front("fences_cumulative", _semantic, _builder).lowering == "ptx")
 
 
 @tlc.builtin
