@@ -40,9 +40,11 @@ __device__ __forceinline__ V16 ld(const V16 *p) {
 template <int HINT>
 __device__ __forceinline__ void st(V16 *p, V16 v) {
   if (HINT == 0)
-    asm volatile("st.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+    asm volatile("st.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
   else
-    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
                  : "memory");
 }
 
@@ -122,10 +124,10 @@ int main(int argc, char **argv) {
   const double gbs_mc = bytes / (t_mc * 1e-3) / 1e9;
   std::printf("probe %zu MiB: cudaMemcpyAsync D2D %.1f GB/s (%.3f ms), %d SMs\n", mib, gbs_mc, t_mc, sms);
   const Form forms[] = {
-      {"U8 default chunk", copy_kernel<8, 0, 0>},  {"U8 default tiles", copy_kernel<8, 0, 1>},
-      {"U4 default chunk", copy_kernel<4, 0, 0>},  {"U4 default tiles", copy_kernel<4, 0, 1>},
+      {"U8 default chunk", copy_kernel<8, 0, 0>},   {"U8 default tiles", copy_kernel<8, 0, 1>},
+      {"U4 default chunk", copy_kernel<4, 0, 0>},   {"U4 default tiles", copy_kernel<4, 0, 1>},
       {"U16 default chunk", copy_kernel<16, 0, 0>}, {"U2 default tiles", copy_kernel<2, 0, 1>},
-      {"U8 stream chunk", copy_kernel<8, 1, 0>},   {"U8 stream tiles", copy_kernel<8, 1, 1>},
+      {"U8 stream chunk", copy_kernel<8, 1, 0>},    {"U8 stream tiles", copy_kernel<8, 1, 1>},
       {"U4 stream tiles", copy_kernel<4, 1, 1>},
   };
   const int grids[] = {sms, 2 * sms, 4 * sms, 8 * sms};
@@ -144,11 +146,11 @@ int main(int argc, char **argv) {
         }
         const double t = time_ms([&] { f.k<<<g, th>>>(d, s, n); });
         const double gbs = bytes / (t * 1e-3) / 1e9;
-        std::printf("probe %zu MiB: %-18s grid %4d x %4d threads: %7.1f GB/s (%.3fx cudaMemcpy)\n", mib, f.name, g, th,
-                    gbs, gbs / gbs_mc);
+        std::printf("probe %zu MiB: %-18s grid %4d x %4d threads: %7.1f GB/s (%.3fx cudaMemcpy)\n", mib,
+                    f.name, g, th, gbs, gbs / gbs_mc);
         if (gbs > best) best = gbs, best_name = f.name, best_g = g, best_t = th;
       }
-  std::printf("probe %zu MiB: best %s grid %d x %d: %.1f GB/s, %.3fx cudaMemcpy %.1f GB/s\n", mib, best_name, best_g,
-              best_t, best, best / gbs_mc, gbs_mc);
+  std::printf("probe %zu MiB: best %s grid %d x %d: %.1f GB/s, %.3fx cudaMemcpy %.1f GB/s\n", mib, best_name,
+              best_g, best_t, best, best / gbs_mc, gbs_mc);
   return 0;
 }
