@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include "tdist/CPU/copy.h"
 #include "tdist/CPU/launch.h"
 #include "tdist/abi.h"
 #include "tdist/kernels/cpu.hpp"
@@ -54,8 +55,9 @@ int launch_with_protocol(const char *kernel, int64_t *signals, size_t signal_byt
  *  (cache resident) are faster with memcpy (30 vs 23 GB/s). Kernels decide per launch. */
 inline constexpr size_t kStreamMinBytesPerPe = size_t(4) << 20;
 
-/** memcpy, or non-temporal stores when `stream` (ends with a store fence, so a release after it
- *  publishes the data). */
+/** tdisti_cpu_copy (memcpy, or a plain SSE2 loop where glibc's rep movsb meets 4K aliasing), or
+ *  non-temporal stores when `stream` (ends with a store fence, so a release after it publishes the
+ *  data). */
 inline void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n, bool stream) {
 #if defined(__x86_64__)
   if (stream && n >= 256) {
@@ -78,7 +80,7 @@ inline void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n, b
   }
 #endif
   (void)stream;
-  std::memcpy(dst, src, n);
+  tdisti_cpu_copy(dst, src, n);
 }
 
 /** Copies `rows` rows of `nbytes` each between strided byte buffers. */
@@ -166,7 +168,7 @@ inline void put_stable(void *dst_sym, const void *src, size_t n, int pe) {
 /** `n` bytes of PE pe's copy of symmetric `src_sym` into local `dst`. */
 inline void get_bytes(unsigned char *dst, const unsigned char *src_sym, size_t n, int pe) {
   if (const unsigned char *p = mapped(src_sym, pe))
-    std::memcpy(dst, p, n);
+    tdisti_cpu_copy(dst, p, n);
   else
     tdist_getmem(dst, src_sym, n, pe);
 }

@@ -1,8 +1,9 @@
 // The device ABI (include/tdist/abi.h) for CPU PEs: RMA, signals, waits, fence / quiet, barriers.
 //
 // Ordering: signals are std::atomic_ref release stores / fetch_adds on the peer's mapping of the
-// slot; waits are acquire loads. Data moved with memcpy before a release is visible to a PE that
-// acquires the signal (C++ happens-before through the shared mapping).
+// slot; waits are acquire loads. Data moved with tdisti_cpu_copy (tdist/CPU/copy.h, memcpy but
+// where glibc's is slow) before a release is visible to a PE that acquires the signal (C++
+// happens-before through the shared mapping).
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -11,6 +12,7 @@
 #include "core/error.hpp"
 #include "CPU/ucx_engine.hpp"
 #include "core/translate.hpp"
+#include "tdist/CPU/copy.h"
 #include "tdist/abi.h"
 
 namespace tdist::cpu {
@@ -168,11 +170,11 @@ void remote_notify(int pe, uint64_t off, T value, int op) {
 void copy_checked(void *dst, const void *src, size_t n, bool nbi, int wake = -1) {
   if (!dst || !src || n == 0) return;  // a failed translation was reported by translate()
   if (use_sdma()) {
-    copy_engine_submit([=] { std::memcpy(dst, src, n); });
+    copy_engine_submit([=] { tdisti_cpu_copy(dst, src, n); });
     if (!nbi) copy_engine_drain();
     return;
   }
-  std::memcpy(dst, src, n);  // MTE and UDMA: the calling core moves the data
+  tdisti_cpu_copy(dst, src, n);  // MTE and UDMA: the calling core moves the data
   if (wake >= 0) wake_pe(wake);
 }
 
@@ -350,12 +352,12 @@ void tdist_putmem_signal_nbi(void *dst, const void *src, size_t n, uint64_t *sig
   if (use_sdma()) {
     // The signal is written by the copy thread after the data, preserving put-then-signal.
     copy_engine_submit([=] {
-      std::memcpy(d, src, n);
+      tdisti_cpu_copy(d, src, n);
       signal_update(r, signal, sig_op, pe);
     });
     return;
   }
-  std::memcpy(d, src, n);
+  tdisti_cpu_copy(d, src, n);
   signal_update(r, signal, sig_op, pe);
 }
 
