@@ -29,6 +29,8 @@ call epoch kept on the device (CUDA-graph safe), areas double-buffered by call p
 The kernels compile for sm_90 in CI (``compile_cases``); ``MoeBuffer`` needs torch and the CUDA
 backend.
 """
+import os
+
 import triton
 import triton.language as tl
 
@@ -36,7 +38,6 @@ import triton_dist.language as dl
 from triton_dist.language.extra import libshmem_device
 
 from ._common import SIG, SIG_ELEMS, KernelArgError, cdiv, pow2, resident_grid, team_pe, wait_ge
-from ._resources import RESOURCES
 
 MODES = ("high_throughput", "low_latency")
 
@@ -284,16 +285,44 @@ def fp8_dequantize(codes, scales, dtype):
 # high-throughput data: grid 2 * S (programs [0, S) senders, [S, 2S) receivers)
 
 @triton.jit
+def _store_pairs(out_ptr, v, rows, m2, h0, offs_h, offs_k, H, K):
+    """Store the tile ``v`` (rows of tokens, columns h0 + offs_h where ``m2``) into the output rows
+    of each token's pairs: ``rows`` (tokens, BLOCK_K), -1 where the pair has no row here. Every
+    expansion of a received token (both modes' dispatch) goes through here."""
+    for k in range(0, K):
+        rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
+        tl.store(out_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v,
+                 mask=m2 & (rk >= 0)[:, None])
+
+
+@triton.jit
+def _ht_pair_rows(idx_ptr, pos_ptr, plan_ptr, toks, mk, p, L, K, offs_k):
+    """High throughput, sender side: the output row on rank p of each pair of the tokens ``toks``
+    (-1 where that k lives elsewhere) from the plan's row bases and the layout's positions, and the
+    pairs' flat index into topk_idx / topk_weights."""
+    flat = toks[:, None].to(tl.int64) * K + offs_k[None, :]
+    ex = tl.load(idx_ptr + flat, mask=mk, other=-1)
+    here = (ex >= 0) & (ex // L == p)
+    base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
+    ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
+    return tl.where(here, base + ps, -1), flat
+
+
+@triton.jit
 def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_ptr,
                            ring_ptr, ring_rows_ptr, ring_w_ptr, ready_ptr, credit_ptr, seq_ptr,
                            out_ptr, h_rows_ptr, h_w_ptr,
                            rank, world, pe0, pes, H, K, L, E, max_tokens, chunk, nbuf, S,
-                           BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+                           BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr,
+                           SELF_DIRECT: tl.constexpr = True):
     """Rings on every rank (symmetric): ``ring`` [W src][nbuf][chunk][H], ``ring_rows`` /
     ``ring_w`` [W src][nbuf][chunk][K] (the pair's output row on this rank or -1, its weight);
     ``ready`` [W src][S] and ``credit`` [W dst][S] slots; ``seq`` (local) [2][S][W] chunks ever sent
     / received per peer and slice. Slice 0 carries the rows and weights, so its sender waits for
-    every slice's credit and the other slices' receivers also wait for slice 0's ready."""
+    every slice's credit and the other slices' receivers also wait for slice 0's ready.
+    SELF_DIRECT: the tokens this rank sends to itself skip the ring: its senders store them into
+    their output rows (and slice 0 the handle's entries) in their round, and no receiver waits for
+    them."""
     pid = tl.program_id(0)
     sender = pid < S
     s = tl.where(sender, pid, pid - S)
@@ -312,7 +341,30 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                 if sender:
                     p = (rank + 1 + i) % world
                     n = tl.load(plan_ptr + PLAN_HDR + E + 2 * world + p)
-                    if c * chunk < n:
+                    if (p == rank) & (SELF_DIRECT != 0) & (c * chunk < n):
+                        cnt = tl.minimum(chunk, n - c * chunk)
+                        tokn = tl.load(plan_ptr + PLAN_HDR + E + world + rank) + c * chunk
+                        for r0 in range(0, cnt, BLOCK_C):
+                            oc = r0 + offs_c
+                            cm = oc < cnt
+                            mk = cm[:, None] & km[None, :]
+                            toks = tl.load(send_list_ptr + p * max_tokens + c * chunk + oc, mask=cm, other=0)
+                            xrow = x_ptr + toks[:, None].to(tl.int64) * H + offs_h[None, :]
+                            # the first column tile is in flight while the rows' loads (topk_idx, the
+                            # plan, the positions) resolve, and each next one while a tile is stored
+                            v = tl.load(xrow + c0, mask=cm[:, None] & ((c0 + offs_h) < c1)[None, :])
+                            rows, flat = _ht_pair_rows(idx_ptr, pos_ptr, plan_ptr, toks, mk, p, L, K, offs_k)
+                            for h0 in range(c0, c1, BLOCK_H):
+                                m2 = cm[:, None] & ((h0 + offs_h) < c1)[None, :]
+                                mn = cm[:, None] & ((h0 + BLOCK_H + offs_h) < c1)[None, :]
+                                vn = tl.load(xrow + h0 + BLOCK_H, mask=mn)
+                                _store_pairs(out_ptr, v, rows, m2, h0, offs_h, offs_k, H, K)
+                                v = vn
+                            if s == 0:
+                                hoff = (tokn + oc[:, None]).to(tl.int64) * K + offs_k[None, :]
+                                tl.store(h_rows_ptr + hoff, rows, mask=mk)
+                                tl.store(h_w_ptr + hoff, tl.load(w_ptr + flat, mask=mk, other=0.0), mask=mk)
+                    elif c * chunk < n:
                         g = tl.load(seq_ptr + s * world + p) + c
                         if g >= nbuf:
                             if s == 0:
@@ -334,12 +386,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                 tl.store(dst + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v, mask=m2)
                             if s == 0:
                                 mk = cm[:, None] & km[None, :]
-                                flat = toks[:, None].to(tl.int64) * K + offs_k[None, :]
-                                ex = tl.load(idx_ptr + flat, mask=mk, other=-1)
-                                here = (ex >= 0) & (ex // L == p)
-                                base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
-                                ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
-                                rows = tl.where(here, base + ps, -1)
+                                rows, flat = _ht_pair_rows(idx_ptr, pos_ptr, plan_ptr, toks, mk, p, L, K, offs_k)
                                 wt = tl.load(w_ptr + flat, mask=mk, other=0.0)
                                 moff = (slot + oc[:, None]).to(tl.int64) * K + offs_k[None, :]
                                 tl.store(dl.symm_at(ring_rows_ptr, team_pe(p, pe0, pes)) + moff, rows, mask=mk)
@@ -349,7 +396,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                 else:
                     src = (rank + world - 1 - i) % world
                     n = tl.load(plan_ptr + PLAN_HDR + E + src)
-                    if c * chunk < n:
+                    if (c * chunk < n) & ((src != rank) | (SELF_DIRECT == 0)):
                         g = tl.load(seq_ptr + (S + s) * world + src) + c
                         wait_ge(ready_ptr + (src * S + s) * SIG, g + 1)
                         if s != 0:
@@ -367,11 +414,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                 m2 = cm[:, None] & hm[None, :]
                                 v = tl.load(ring_ptr + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                                             mask=m2)
-                                for k in range(0, K):
-                                    rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
-                                    orow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
-                                    tl.store(out_ptr + orow + h0 + offs_h[None, :], v,
-                                             mask=m2 & (rk >= 0)[:, None])
+                                _store_pairs(out_ptr, v, rows, m2, h0, offs_h, offs_k, H, K)
                             if s == 0:
                                 tokn = tl.load(plan_ptr + PLAN_HDR + E + world + src) + c * chunk + oc
                                 hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
@@ -502,71 +545,99 @@ def _epoch_leave(ctl_ptr, e):
 def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
                            area_ptr, meta_j_ptr, meta_pos_ptr, meta_w_ptr, hdr_ptr, flag_ptr, ctl_ptr,
                            out_ptr, counts_ptr, spos_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, status_ptr,
-                           rank, world, pe0, pes, H, K, L, E, max_tokens, HDR,
-                           BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr,
-                           SCAN_QUAD: tl.constexpr = False):
-    """Programs [0, W): the sender to rank p = pid: its tokens (BLOCK_T >= max_tokens at once),
-    their local expert ids, positions and weights into p's area [parity][rank], the header (token
-    count, status), flag = epoch. Then every program: wait for the W flags, check every status, and
-    expand pairs (source r, local expert j) = pid, pid + grid, ... into the (L, W * max_tokens, H)
-    output (group j: sources in order, each source's pairs in its order)."""
+                           rank, world, pe0, pes, H, K, L, E, max_tokens, HDR, S,
+                           BLOCK_T: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr,
+                           BLOCK_K: tl.constexpr, BLOCK_L: tl.constexpr, SCAN_QUAD: tl.constexpr = False):
+    """Programs [0, W * S): the sender (destination p, slice s) = ((rank + 1 + pid // S) % W, pid % S)
+    writes, into p's area [parity][rank], the columns of slice s of every token it sends there
+    (tiles of BLOCK_R tokens), the positions of the pairs of p's local experts j = s, s + S, ... (the
+    pair's rank among this rank's pairs of j) and those experts' pair counts (header words 8 + j);
+    slice 0 also the local expert ids, the weights and the header (token count, status). Then fence,
+    flag (parity, rank, s) = epoch. Every program then waits for the W * S flags, checks every
+    status, and expands token-major: work items (source r, BLOCK_R tokens, BLOCK_H columns), each
+    row read once and stored into the rows of its pairs here (group j: sources in order, each
+    source's pairs in its order; the row base of (r, j) from the headers' counts of sources < r)."""
     pid = tl.program_id(0)
     e = tl.load(ctl_ptr) + 1
     par = e % 2
     offs_t = tl.arange(0, BLOCK_T)
+    offs_r = tl.arange(0, BLOCK_R)
     offs_k = tl.arange(0, BLOCK_K)
     offs_h = tl.arange(0, BLOCK_H)
-    tm = offs_t < T
+    offs_l = tl.arange(0, BLOCK_L)
     km = offs_k < K
-    m2 = tm[:, None] & km[None, :]
-    flat = offs_t[:, None].to(tl.int64) * K + offs_k[None, :]
     G = world * max_tokens
-    if pid < world:
-        p = (rank + 1 + pid) % world
+    if pid < world * S:
+        p = (rank + 1 + pid // S) % world
+        s = pid % S
+        tm = offs_t < T
+        m2 = tm[:, None] & km[None, :]
+        flat = offs_t[:, None].to(tl.int64) * K + offs_k[None, :]
         idx = tl.load(idx_ptr + flat, mask=m2, other=-1)
         bad = m2 & ((idx < -1) | (idx >= E))
         fbad = tl.min(tl.min(tl.where(bad, offs_t[:, None] * K + offs_k[None, :], 1 << 30), axis=1), axis=0)
         code = tl.where(fbad < (1 << 30), 1, 0)
         code = tl.where(T_real > max_tokens, 2, code)
-        here = (idx >= 0) & (idx < E) & (idx // L == p) & m2
+        here = (idx >= 0) & (idx < E) & (idx // L == p) & m2 & (code == 0)
         sent = tl.max(here.to(tl.int32), axis=1)
-        sent = tl.where(code == 0, sent, 0)
         sp = _cumsum0(sent, offs_t, SCAN_QUAD) - 1
-        n = tl.sum(sent, axis=0)
-        tl.store(spos_ptr + offs_t * world + p, tl.where(sent > 0, sp, -1), mask=tm)
-        # pair positions among this rank's pairs of each expert of p: one scan per local expert
+        sm = sent > 0
+        slotbase = (par * world + rank) * max_tokens
+        mo = (slotbase + tl.maximum(sp, 0)[:, None]).to(tl.int64) * K + offs_k[None, :]
+        mk = sm[:, None] & km[None, :]
+        hdr = dl.symm_at(hdr_ptr, team_pe(p, pe0, pes))
+        # pair positions among this rank's pairs of each local expert of p that this slice owns
+        jj = tl.where(here, idx - p * L, 0)
+        mine = here & (jj % S == s)
         pos = tl.zeros([BLOCK_T, BLOCK_K], dtype=tl.int32)
-        for j in range(0, L):
-            hit = (here & (idx == p * L + j)).to(tl.int32)
+        cnt = tl.zeros([BLOCK_L], dtype=tl.int32)
+        for j in range(s, L, S):
+            hit = (here & (jj == j)).to(tl.int32)
             per_tok = tl.sum(hit, axis=1)
             before = _cumsum0(per_tok, offs_t, SCAN_QUAD) - per_tok
             pos = tl.where(hit > 0, before[:, None] + _cumsum1(hit, offs_k, BLOCK_K, SCAN_QUAD) - 1, pos)
-        slotbase = (par * world + rank) * max_tokens
-        sm = sent > 0
-        mo = (slotbase + tl.maximum(sp, 0)[:, None]).to(tl.int64) * K + offs_k[None, :]
-        mk = sm[:, None] & km[None, :]
-        tl.store(dl.symm_at(meta_j_ptr, team_pe(p, pe0, pes)) + mo, tl.where(here, idx - p * L, -1), mask=mk)
-        tl.store(dl.symm_at(meta_pos_ptr, team_pe(p, pe0, pes)) + mo, pos, mask=mk)
-        tl.store(dl.symm_at(meta_w_ptr, team_pe(p, pe0, pes)) + mo, tl.load(w_ptr + flat, mask=m2, other=0.0), mask=mk)
+            cnt = tl.where(offs_l == j, tl.sum(per_tok, axis=0), cnt)
+        tl.store(dl.symm_at(meta_pos_ptr, team_pe(p, pe0, pes)) + mo, pos, mask=mk & mine)
+        tl.store(hdr + ((8 + offs_l) * 2 + par) * world + rank, cnt, mask=(offs_l < L) & (offs_l % S == s))
+        if s == 0:
+            tl.store(spos_ptr + offs_t * world + p, tl.where(sm, sp, -1), mask=tm)
+            tl.store(dl.symm_at(meta_j_ptr, team_pe(p, pe0, pes)) + mo, tl.where(here, jj, -1), mask=mk)
+            tl.store(dl.symm_at(meta_w_ptr, team_pe(p, pe0, pes)) + mo, tl.load(w_ptr + flat, mask=m2, other=0.0),
+                     mask=mk)
+            # one vector store of the header words (n, code, a, b, c): triton-ascend 3.2 cannot store
+            # a scalar at a constant offset from a translated pointer
+            n = tl.sum(sent, axis=0)
+            offs_hd = tl.arange(0, 8)
+            bval = tl.load(idx_ptr + tl.where(code == 1, fbad, 0), mask=code == 1, other=0)
+            words = tl.where(offs_hd == 0, n, tl.where(offs_hd == 1, code, tl.where(
+                offs_hd == 2, tl.where(code == 2, T_real, fbad // K), tl.where(
+                    offs_hd == 3, tl.where(code == 2, max_tokens, fbad % K), bval))))
+            tl.store(hdr + (offs_hd * 2 + par) * world + rank, words, mask=offs_hd < 5)
+        # the payload: this slice's columns of every token sent to p, BLOCK_R tokens a tile
+        cols = tl.cdiv(tl.cdiv(H, S), BLOCK_H) * BLOCK_H  # slices in whole column blocks (aligned tiles)
+        c0 = s * cols
+        c1 = tl.minimum(H, c0 + cols)
         dst = dl.symm_at(area_ptr, team_pe(p, pe0, pes))
-        for h0 in range(0, H, BLOCK_H):
-            hm = (h0 + offs_h) < H
-            v = tl.load(x_ptr + offs_t[:, None].to(tl.int64) * H + h0 + offs_h[None, :],
-                        mask=sm[:, None] & hm[None, :])
-            tl.store(dst + (slotbase + tl.maximum(sp, 0)[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v,
-                     mask=sm[:, None] & hm[None, :])
-        hdr = dl.symm_at(hdr_ptr, team_pe(p, pe0, pes))
-        # one vector store of the header words (n, code, a, b, c): triton-ascend 3.2 cannot store a
-        # scalar at a constant offset from a translated pointer
-        offs_hd = tl.arange(0, 8)
-        bval = tl.load(idx_ptr + tl.where(code == 1, fbad, 0), mask=code == 1, other=0)
-        words = tl.where(offs_hd == 0, n, tl.where(offs_hd == 1, code, tl.where(
-            offs_hd == 2, tl.where(code == 2, T_real, fbad // K), tl.where(
-                offs_hd == 3, tl.where(code == 2, max_tokens, fbad % K), bval))))
-        tl.store(hdr + (offs_hd * 2 + par) * world + rank, words, mask=offs_hd < 5)
+        for t0 in range(0, T, BLOCK_R):
+            ot = t0 + offs_r
+            xrow = x_ptr + ot[:, None].to(tl.int64) * H + offs_h[None, :]
+            # the tokens' first column tile is in flight while the tile's send positions are worked
+            # out (it reads the tokens not sent to p too: a load that waits on nothing)
+            v = tl.load(xrow + c0, mask=(ot < T)[:, None] & ((c0 + offs_h) < c1)[None, :])
+            mr = (ot < T)[:, None] & km[None, :]
+            idr = tl.load(idx_ptr + ot[:, None].to(tl.int64) * K + offs_k[None, :], mask=mr, other=-1)
+            hr = (idr >= 0) & (idr < E) & (idr // L == p) & mr & (code == 0)
+            sr = tl.max(hr.to(tl.int32), axis=1)
+            spr = tl.sum(tl.where(offs_t < t0, sent, 0), axis=0) + _cumsum0(sr, offs_r, SCAN_QUAD) - 1
+            drow = (slotbase + tl.maximum(spr, 0)[:, None]).to(tl.int64) * H
+            for h0 in range(c0, c1, BLOCK_H):
+                mm = (sr > 0)[:, None] & ((h0 + offs_h) < c1)[None, :]
+                vn = tl.load(xrow + h0 + BLOCK_H, mask=(ot < T)[:, None] & ((h0 + BLOCK_H + offs_h) < c1)[None, :])
+                tl.store(dst + drow + h0 + offs_h[None, :], v, mask=mm)
+                v = vn
         _fence()
-        dl.notify(flag_ptr + (par * world + rank) * SIG, team_pe(p, pe0, pes), e)
-    tok = dl.wait(flag_ptr + par * world * SIG, world, "sys", "acquire", waitValue=e, slot_stride=8)
+        dl.notify(flag_ptr + ((par * world + rank) * S + s) * SIG, team_pe(p, pe0, pes), e)
+    tok = dl.wait(flag_ptr + par * world * S * SIG, world * S, "sys", "acquire", waitValue=e, slot_stride=8)
     hdrs = dl.consume_token(hdr_ptr, tok)  # word w of source r: hdrs[(w * 2 + par) * world + r]
     offs_w = tl.arange(0, BLOCK_T)
     st = tl.load(hdrs + (2 + par) * world + offs_w, mask=offs_w < world, other=0)
@@ -579,43 +650,44 @@ def moe_ll_dispatch_kernel(x_ptr, idx_ptr, w_ptr, T, T_real,
             tl.store(status_ptr + 3, tl.load(hdrs + (6 + par) * world + bad_pe))
             tl.store(status_ptr + 4, tl.load(hdrs + (8 + par) * world + bad_pe))
     else:
+        area = dl.consume_token(area_ptr, tok)
+        meta_j = dl.consume_token(meta_j_ptr, tok)
+        meta_pos = dl.consume_token(meta_pos_ptr, tok)
+        meta_w = dl.consume_token(meta_w_ptr, tok)
         if pid == 0:
             tl.store(status_ptr, bad_pe * 0)
-        for q in range(pid, world * L, tl.num_programs(0)):
-            r = q // L
-            j = q % L
-            off = 0
-            for r2 in range(0, r):
-                n2 = tl.load(hdrs + par * world + r2)
-                mb = ((par * world + r2) * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
-                mj = tl.load(meta_j_ptr + mb, mask=(offs_t < n2)[:, None] & km[None, :], other=-1)
-                off += tl.sum(tl.sum((mj == j).to(tl.int32), axis=1), axis=0)
+            tot = tl.zeros([BLOCK_L], dtype=tl.int32)
+            for r in range(0, world):
+                tot += tl.load(hdrs + ((8 + offs_l) * 2 + par) * world + r, mask=offs_l < L, other=0)
+                tl.store(n_recv_ptr + r, tl.load(hdrs + par * world + r))
+            tl.store(counts_ptr + offs_l, tot, mask=offs_l < L)
+        nblk = tl.cdiv(H, BLOCK_H)
+        tb = tl.cdiv(max_tokens, BLOCK_R)
+        for q in range(pid, world * tb * nblk, tl.num_programs(0)):
+            r = q // (tb * nblk)
+            t0 = (q // nblk) % tb * BLOCK_R
+            h0 = q % nblk * BLOCK_H
             n = tl.load(hdrs + par * world + r)
-            rm = offs_t < n
-            mb = ((par * world + r) * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
-            mj = tl.load(meta_j_ptr + mb, mask=rm[:, None] & km[None, :], other=-1)
-            mp = tl.load(meta_pos_ptr + mb, mask=rm[:, None] & km[None, :], other=0)
-            hit = mj == j
-            rows = tl.where(hit, j * G + off + mp, -1)
-            hoff = (r * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
-            # each (token, k) entry of the handle is written once: by its expert's program, or by
-            # the j == 0 program when the pair is not on this rank
-            tl.store(h_rows_ptr + hoff, rows, mask=rm[:, None] & km[None, :] & (hit | ((mj < 0) & (j == 0))))
-            if j == 0:
-                tl.store(h_w_ptr + hoff, tl.load(meta_w_ptr + mb, mask=rm[:, None] & km[None, :], other=0.0),
-                         mask=rm[:, None] & km[None, :])
-                tl.store(n_recv_ptr + r, n)
-            cnt = tl.sum(tl.sum(hit.to(tl.int32), axis=1), axis=0)
-            if r == world - 1:
-                tl.store(counts_ptr + j, off + cnt)
-            for kk in range(0, K):
-                rk = tl.sum(tl.where(offs_k[None, :] == kk, rows, 0), axis=1)
-                for h0 in range(0, H, BLOCK_H):
-                    hm = (h0 + offs_h) < H
-                    mm = (rm & (rk >= 0))[:, None] & hm[None, :]
-                    v = tl.load(area_ptr + ((par * world + r) * max_tokens + offs_t[:, None]).to(tl.int64) * H + h0 +
-                                offs_h[None, :], mask=mm)
-                    tl.store(out_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], v, mask=mm)
+            if t0 < n:
+                ot = t0 + offs_r
+                rm = ot < n
+                hm = (h0 + offs_h) < H
+                # the rows' tile first: in flight while their pairs' output rows are worked out
+                v = tl.load(area + ((par * world + r) * max_tokens + ot[:, None]).to(tl.int64) * H + h0 +
+                            offs_h[None, :], mask=rm[:, None] & hm[None, :])
+                mk = rm[:, None] & km[None, :]
+                mb = ((par * world + r) * max_tokens + ot[:, None]).to(tl.int64) * K + offs_k[None, :]
+                mj = tl.load(meta_j + mb, mask=mk, other=-1)
+                hit = mj >= 0
+                off = tl.load(meta_pos + mb, mask=mk & hit, other=0)
+                for r2 in range(0, r):  # the pairs of the same expert from the sources before r
+                    off += tl.load(hdrs + ((8 + tl.maximum(mj, 0)) * 2 + par) * world + r2, mask=mk & hit, other=0)
+                rows = tl.where(hit, mj * G + off, -1)
+                if h0 == 0:  # the handle: each (token, k) entry once, -1 where k lives elsewhere
+                    hoff = (r * max_tokens + ot[:, None]).to(tl.int64) * K + offs_k[None, :]
+                    tl.store(h_rows_ptr + hoff, rows, mask=mk)
+                    tl.store(h_w_ptr + hoff, tl.load(meta_w + mb, mask=mk, other=0.0), mask=mk)
+                _store_pairs(out_ptr, v, rows, rm[:, None] & hm[None, :], h0, offs_h, offs_k, H, K)
     _epoch_leave(ctl_ptr, e)
 
 
@@ -702,8 +774,8 @@ def compile_cases(dtype="fp16"):
             "out_ptr": p, "counts_ptr": "*i32", "spos_ptr": "*i32", "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
             "n_recv_ptr": "*i32", "status_ptr": "*i32", "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i,
                 "L": i, "E": i,
-            "max_tokens": i, "HDR": i},
-           {"BLOCK_T": 128, "BLOCK_H": 128, "BLOCK_K": 8})
+            "max_tokens": i, "HDR": i, "S": i},
+           {"BLOCK_T": 128, "BLOCK_R": 32, "BLOCK_H": 256, "BLOCK_K": 8, "BLOCK_L": 128})
     llc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "n_recv_ptr": "*i32", "spos_ptr": "*i32", "T": i,
             "area_ptr": p, "flag_ptr": "*i64", "ctl_ptr": "*i64", "out_ptr": p, "rank": i, "world": i, "pe0": i,
                 "pes": i, "H": i,
@@ -843,6 +915,9 @@ class MoeBuffer:
             # tokens (235 MB at W = 8, H = 7168 bf16).
             self.chunk = chunk_tokens or max(1, min(256, (4 << 20) // (self.d_hidden * es)))
             self.nbuf = buffer_num
+            # the tokens a rank sends to itself skip the ring (its senders expand them);
+            # TDIST_MOE_SELF_RING=1 sends them through it as to any peer (the form to compare with)
+            self.self_direct = os.environ.get("TDIST_MOE_SELF_RING", "") != "1"
             # senders and receivers (2 S programs) wait on each other: all must be co-resident
             self.S = slices or ht_slices(hidden, self.d_hidden, self._dispatch_block_h(),
                                          resident_grid(RESOURCES.sm_budget(), 4) // 2)
@@ -862,15 +937,20 @@ class MoeBuffer:
             if max_tokens > 1024:
                 raise KernelArgError(f"{what}: low_latency holds all tokens of a rank in one tile: max_tokens "
                                      f"({max_tokens}) must be <= 1024 (use high_throughput above that)")
+            resident = resident_grid(RESOURCES.sm_budget(), 4)
             # combine: W * S programs (home rank, column slice), co-resident
-            self.S = slices or max(1, min(32, cdiv(hidden, 256), resident_grid(RESOURCES.sm_budget(), 4) // W))
+            self.S = slices or max(1, min(32, cdiv(hidden, 256), resident // W))
+            # dispatch: W * S_d senders (destination, slice: columns and a share of the experts' pair
+            # positions), then every program of the co-resident grid expands
+            self.S_d = max(1, min(32, resident // W))
+            self.grid_d = max(W * self.S_d, resident)
             self.recv_rows = L * W * max_tokens
-            self.HDR = 8
+            self.HDR = 8 + L  # n, status (code, a, b, c), 3 spare, then the L per-expert pair counts
             n_area = 2 * W * max_tokens
             specs = [([n_area * self.d_hidden], self.d_dtype), ([n_area * topk], torch.int32),
                      ([n_area * topk], torch.int32),
                      ([n_area * topk], torch.float32), ([2 * W * self.HDR], torch.int32),
-                     ([2 * W * SIG_ELEMS], torch.int64), ([n_area * hidden], dtype),
+                     ([2 * W * self.S_d * SIG_ELEMS], torch.int64), ([n_area * hidden], dtype),
                      ([2 * W * self.S * SIG_ELEMS], torch.int64)]
         if torch.cuda.is_current_stream_capturing():
             raise KernelArgError(f"{what}: a buffer is made (collectively, with a synchronisation) outside CUDA-graph "
@@ -911,7 +991,8 @@ class MoeBuffer:
         moe_ht_dispatch_kernel[(2 * self.S,)](
             x, idx, w, pos, send_list, plan, ring, ring_rows, ring_w, ready, credit, self.seq, recv_x, h_rows, h_w,
             self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.chunk, self.nbuf, self.S,
-            BLOCK_C=self._tile_rows(), BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k)
+            BLOCK_C=self._tile_rows(), BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k,
+            SELF_DIRECT=self.self_direct)
         h = MoeHandle(self, T, idx, w, plan, plan=plan, send_list=send_list, spos=spos, h_rows=h_rows, h_w=h_w)
         return recv_x, counts, h
 
@@ -955,12 +1036,12 @@ class MoeBuffer:
         h_w = torch.empty((W * self.max_tokens, K), dtype=torch.float32, device=dev)
         n_recv = torch.empty(W, dtype=torch.int32, device=dev)
         status = torch.zeros(8, dtype=torch.int32, device=dev)
-        # the W senders, then every program expands (source, expert) pairs: all co-resident
-        grid = max(W, min(W * L, resident_grid(RESOURCES.sm_budget(), 4)))
-        moe_ll_dispatch_kernel[(grid,)](
+        # the W * S_d senders, then every program expands (source, tokens, columns): all co-resident
+        moe_ll_dispatch_kernel[(self.grid_d,)](
             x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
-            h_rows, h_w, n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.HDR,
-            BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_H=min(128, pow2(H)), BLOCK_K=self.block_k)
+            h_rows, h_w, n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.HDR, self.S_d,
+            BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_R=min(32, pow2(self.max_tokens)),
+            BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k, BLOCK_L=pow2(L))
         h = MoeHandle(self, T, idx, w, status, spos=spos, h_rows=h_rows, h_w=h_w, n_recv=n_recv)
         return recv_x, counts, h
 

@@ -44,8 +44,10 @@ def pow2(n):
 class Buf:
     """MoeBuffer's areas and launches (python/tdist_kernels/moe.py) over numpy and cpu.launch."""
 
-    def __init__(self, ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens, chunk=3, nbuf=2, S=2):
+    def __init__(self, ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens, chunk=3, nbuf=2, S=2,
+                 self_direct=True):
         self.ash, self.cpu, self.moe, self.team = ash, cpu, moe, team
+        self.self_direct = self_direct  # high throughput: a rank's own tokens skip the ring
         # the kernels' PE map: member r of the team is world PE pe0 + r * pes (the world: 0, 1)
         self.pemap = (0, 1) if team is None else (team.start, team.stride)
         self.W, self.me, self.mode, self.E, self.H, self.K, self.T = W, me, mode, E, H, K, max_tokens
@@ -70,14 +72,15 @@ class Buf:
             self.seq = np.zeros(4 * S * W, np.int64)
         else:
             self.S = 2
+            self.S_d = 2  # dispatch senders per destination: columns, and a share of the experts' positions
             self.recv_rows = self.L * W * max_tokens
             n_area = 2 * W * max_tokens
             self.area = self.sym(n_area * H, np.float32)
             self.meta_j = self.sym(n_area * K, np.int32)
             self.meta_pos = self.sym(n_area * K, np.int32)
             self.meta_w = self.sym(n_area * K, np.float32)
-            self.hdr = self.sym(2 * W * 8, np.int32)
-            self.flag = self.sym(2 * W * SIG, np.int64)
+            self.hdr = self.sym(2 * W * (8 + self.L), np.int32)
+            self.flag = self.sym(2 * W * self.S_d * SIG, np.int64)
             self.carea = self.sym(n_area * H, np.float32)
             self.cflag = self.sym(2 * W * self.S * SIG, np.int64)
         for a in self.allocs:
@@ -122,16 +125,18 @@ class Buf:
             self.cpu.launch(m.moe_ht_dispatch_kernel, (2 * self.S,), xs, ids, ws, pos, send_list, plan, self.ring,
                             self.ring_rows, self.ring_w, self.ready, self.credit, self.seq, out, h_rows, h_w,
                             self.me, W, *self.pemap, H, K, L, E, self.T, self.chunk, self.nbuf, self.S,
-                            BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
+                            BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk, SELF_DIRECT=self.self_direct)
             h.update(plan=plan, send_list=send_list)
         else:
             n_recv = np.zeros(W, np.int32)
             status = np.zeros(8, np.int32)
-            grid = max(W, min(W * L, 4 * W))
+            # the W * S_d senders and two more programs; 4-token tiles: several token blocks a source
+            grid = W * self.S_d + 2
             self.cpu.launch(m.moe_ll_dispatch_kernel, (grid,), xs, ids, ws, Tc, T, self.area, self.meta_j,
                             self.meta_pos, self.meta_w, self.hdr, self.flag, self.ctl, out, counts, spos, h_rows, h_w,
-                            n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.T, 8,
-                            BLOCK_T=pow2(max(self.T, W)), BLOCK_H=16, BLOCK_K=bk, SCAN_QUAD=True)
+                            n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.T, 8 + L, self.S_d,
+                            BLOCK_T=pow2(max(self.T, W)), BLOCK_R=4, BLOCK_H=8, BLOCK_K=bk, BLOCK_L=pow2(L),
+                            SCAN_QUAD=True)
             h.update(status=status[:5].copy(), n_recv=n_recv)
         h.update(spos=spos, h_rows=h_rows, h_w=h_w)
         return counts, h
@@ -199,9 +204,9 @@ def with_buffer(ash, buf, body):
     return bad
 
 
-def run_case(ctx, mode, routing, E, H, K, max_tokens, calls):
+def run_case(ctx, mode, routing, E, H, K, max_tokens, calls, **opts):
     ash, cpu, moe, W, me, team = ctx
-    buf = Buf(ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens)
+    buf = Buf(ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens, **opts)
     L = E // W
 
     def body():
@@ -304,6 +309,9 @@ def main(argv):
         cases.append((f"{mode} top-3 of {4 * W} x {REPEAT}",
                       lambda m=mode: run_case(ctx, m, "random", 4 * W, 20, 3, 5, REPEAT)))
         cases.append((f"{mode} bad input", lambda m=mode: run_errors(ctx, m)))
+    # the form before a rank's own tokens skipped the ring: every token through the ring
+    cases.append(("high_throughput random, own tokens through the ring",
+                  lambda: run_case(ctx, "high_throughput", "random", 2 * W, 24, 2, 7, 3, self_direct=False)))
     failures = 0
     for name, fn in cases:
         # A case that runs long (a compile, a slow peer) prints every thread's Python stack to
