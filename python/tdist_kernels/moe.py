@@ -29,8 +29,6 @@ call epoch kept on the device (CUDA-graph safe), areas double-buffered by call p
 The kernels compile for sm_90 in CI (``compile_cases``); ``MoeBuffer`` needs torch and the CUDA
 backend.
 """
-import os
-
 import triton
 import triton.language as tl
 
@@ -296,33 +294,16 @@ def _store_pairs(out_ptr, v, rows, m2, h0, offs_h, offs_k, H, K):
 
 
 @triton.jit
-def _ht_pair_rows(idx_ptr, pos_ptr, plan_ptr, toks, mk, p, L, K, offs_k):
-    """High throughput, sender side: the output row on rank p of each pair of the tokens ``toks``
-    (-1 where that k lives elsewhere) from the plan's row bases and the layout's positions, and the
-    pairs' flat index into topk_idx / topk_weights."""
-    flat = toks[:, None].to(tl.int64) * K + offs_k[None, :]
-    ex = tl.load(idx_ptr + flat, mask=mk, other=-1)
-    here = (ex >= 0) & (ex // L == p)
-    base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
-    ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
-    return tl.where(here, base + ps, -1), flat
-
-
-@triton.jit
 def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_ptr,
                            ring_ptr, ring_rows_ptr, ring_w_ptr, ready_ptr, credit_ptr, seq_ptr,
                            out_ptr, h_rows_ptr, h_w_ptr,
                            rank, world, pe0, pes, H, K, L, E, max_tokens, chunk, nbuf, S,
-                           BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr,
-                           SELF_DIRECT: tl.constexpr = True):
+                           BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Rings on every rank (symmetric): ``ring`` [W src][nbuf][chunk][H], ``ring_rows`` /
     ``ring_w`` [W src][nbuf][chunk][K] (the pair's output row on this rank or -1, its weight);
     ``ready`` [W src][S] and ``credit`` [W dst][S] slots; ``seq`` (local) [2][S][W] chunks ever sent
     / received per peer and slice. Slice 0 carries the rows and weights, so its sender waits for
-    every slice's credit and the other slices' receivers also wait for slice 0's ready.
-    SELF_DIRECT: the tokens this rank sends to itself skip the ring: its senders store them into
-    their output rows (and slice 0 the handle's entries) in their round, and no receiver waits for
-    them."""
+    every slice's credit and the other slices' receivers also wait for slice 0's ready."""
     pid = tl.program_id(0)
     sender = pid < S
     s = tl.where(sender, pid, pid - S)
@@ -341,30 +322,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                 if sender:
                     p = (rank + 1 + i) % world
                     n = tl.load(plan_ptr + PLAN_HDR + E + 2 * world + p)
-                    if (p == rank) & (SELF_DIRECT != 0) & (c * chunk < n):
-                        cnt = tl.minimum(chunk, n - c * chunk)
-                        tokn = tl.load(plan_ptr + PLAN_HDR + E + world + rank) + c * chunk
-                        for r0 in range(0, cnt, BLOCK_C):
-                            oc = r0 + offs_c
-                            cm = oc < cnt
-                            mk = cm[:, None] & km[None, :]
-                            toks = tl.load(send_list_ptr + p * max_tokens + c * chunk + oc, mask=cm, other=0)
-                            xrow = x_ptr + toks[:, None].to(tl.int64) * H + offs_h[None, :]
-                            # the first column tile is in flight while the rows' loads (topk_idx, the
-                            # plan, the positions) resolve, and each next one while a tile is stored
-                            v = tl.load(xrow + c0, mask=cm[:, None] & ((c0 + offs_h) < c1)[None, :])
-                            rows, flat = _ht_pair_rows(idx_ptr, pos_ptr, plan_ptr, toks, mk, p, L, K, offs_k)
-                            for h0 in range(c0, c1, BLOCK_H):
-                                m2 = cm[:, None] & ((h0 + offs_h) < c1)[None, :]
-                                mn = cm[:, None] & ((h0 + BLOCK_H + offs_h) < c1)[None, :]
-                                vn = tl.load(xrow + h0 + BLOCK_H, mask=mn)
-                                _store_pairs(out_ptr, v, rows, m2, h0, offs_h, offs_k, H, K)
-                                v = vn
-                            if s == 0:
-                                hoff = (tokn + oc[:, None]).to(tl.int64) * K + offs_k[None, :]
-                                tl.store(h_rows_ptr + hoff, rows, mask=mk)
-                                tl.store(h_w_ptr + hoff, tl.load(w_ptr + flat, mask=mk, other=0.0), mask=mk)
-                    elif c * chunk < n:
+                    if c * chunk < n:
                         g = tl.load(seq_ptr + s * world + p) + c
                         if g >= nbuf:
                             if s == 0:
@@ -386,7 +344,12 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                 tl.store(dst + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :], v, mask=m2)
                             if s == 0:
                                 mk = cm[:, None] & km[None, :]
-                                rows, flat = _ht_pair_rows(idx_ptr, pos_ptr, plan_ptr, toks, mk, p, L, K, offs_k)
+                                flat = toks[:, None].to(tl.int64) * K + offs_k[None, :]
+                                ex = tl.load(idx_ptr + flat, mask=mk, other=-1)
+                                here = (ex >= 0) & (ex // L == p)
+                                base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
+                                ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
+                                rows = tl.where(here, base + ps, -1)
                                 wt = tl.load(w_ptr + flat, mask=mk, other=0.0)
                                 moff = (slot + oc[:, None]).to(tl.int64) * K + offs_k[None, :]
                                 tl.store(dl.symm_at(ring_rows_ptr, team_pe(p, pe0, pes)) + moff, rows, mask=mk)
@@ -396,7 +359,7 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                 else:
                     src = (rank + world - 1 - i) % world
                     n = tl.load(plan_ptr + PLAN_HDR + E + src)
-                    if (c * chunk < n) & ((src != rank) | (SELF_DIRECT == 0)):
+                    if c * chunk < n:
                         g = tl.load(seq_ptr + (S + s) * world + src) + c
                         wait_ge(ready_ptr + (src * S + s) * SIG, g + 1)
                         if s != 0:
@@ -875,8 +838,12 @@ class MoeBuffer:
     """
 
     def __init__(self, num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", max_recv_rows=None,
-                 chunk_tokens=None, buffer_num=4, slices=None, fp8=False):
+                 chunk_tokens=None, buffer_num=4, slices=None, fp8=False, _tune=None):
         from ._resources import RESOURCES
+        # launch shapes of the low-latency kernels, for benchmarks/gpu_kernels/sweep_moe_ll.py (keys:
+        # d_rows, d_cols, d_warps, d_grid of the dispatch; c_cols, c_warps, c_grid of the combine)
+        self._tune = dict(_tune or {})
+        self.kernels = {}  # the compiled kernel of each launch name, as its last call returned it
         torch, ash, tdist = RESOURCES.runtime()
         self.torch, self.ash = torch, ash
         # the team this buffer's ops run over (RESOURCES.scope: dispatch's group=), kept for combine
@@ -915,9 +882,6 @@ class MoeBuffer:
             # tokens (235 MB at W = 8, H = 7168 bf16).
             self.chunk = chunk_tokens or max(1, min(256, (4 << 20) // (self.d_hidden * es)))
             self.nbuf = buffer_num
-            # the tokens a rank sends to itself skip the ring (its senders expand them);
-            # TDIST_MOE_SELF_RING=1 sends them through it as to any peer (the form to compare with)
-            self.self_direct = os.environ.get("TDIST_MOE_SELF_RING", "") != "1"
             # senders and receivers (2 S programs) wait on each other: all must be co-resident
             self.S = slices or ht_slices(hidden, self.d_hidden, self._dispatch_block_h(),
                                          resident_grid(RESOURCES.sm_budget(), 4) // 2)
@@ -937,13 +901,16 @@ class MoeBuffer:
             if max_tokens > 1024:
                 raise KernelArgError(f"{what}: low_latency holds all tokens of a rank in one tile: max_tokens "
                                      f"({max_tokens}) must be <= 1024 (use high_throughput above that)")
-            resident = resident_grid(RESOURCES.sm_budget(), 4)
+            tune = self._tune
             # combine: W * S programs (home rank, column slice), co-resident
-            self.S = slices or max(1, min(32, cdiv(hidden, 256), resident // W))
+            self.S = slices or max(1, min(32, cdiv(hidden, 256),
+                                          resident_grid(RESOURCES.sm_budget(), tune.get("c_warps", 4)) // W))
+            self.grid_c = max(self.W * self.S, tune.get("c_grid", 0))
             # dispatch: W * S_d senders (destination, slice: columns and a share of the experts' pair
             # positions), then every program of the co-resident grid expands
+            resident = resident_grid(RESOURCES.sm_budget(), tune.get("d_warps", 4))
             self.S_d = max(1, min(32, resident // W))
-            self.grid_d = max(W * self.S_d, resident)
+            self.grid_d = max(W * self.S_d, tune.get("d_grid", resident))
             self.recv_rows = L * W * max_tokens
             self.HDR = 8 + L  # n, status (code, a, b, c), 3 spare, then the L per-expert pair counts
             n_area = 2 * W * max_tokens
@@ -991,8 +958,7 @@ class MoeBuffer:
         moe_ht_dispatch_kernel[(2 * self.S,)](
             x, idx, w, pos, send_list, plan, ring, ring_rows, ring_w, ready, credit, self.seq, recv_x, h_rows, h_w,
             self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.chunk, self.nbuf, self.S,
-            BLOCK_C=self._tile_rows(), BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k,
-            SELF_DIRECT=self.self_direct)
+            BLOCK_C=self._tile_rows(), BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k)
         h = MoeHandle(self, T, idx, w, plan, plan=plan, send_list=send_list, spos=spos, h_rows=h_rows, h_w=h_w)
         return recv_x, counts, h
 
@@ -1037,11 +1003,13 @@ class MoeBuffer:
         n_recv = torch.empty(W, dtype=torch.int32, device=dev)
         status = torch.zeros(8, dtype=torch.int32, device=dev)
         # the W * S_d senders, then every program expands (source, tokens, columns): all co-resident
-        moe_ll_dispatch_kernel[(self.grid_d,)](
+        tune = self._tune
+        self.kernels["ll_dispatch"] = moe_ll_dispatch_kernel[(self.grid_d,)](
             x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
             h_rows, h_w, n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.HDR, self.S_d,
-            BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_R=min(32, pow2(self.max_tokens)),
-            BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k, BLOCK_L=pow2(L))
+            BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_R=tune.get("d_rows", min(32, pow2(self.max_tokens))),
+            BLOCK_H=tune.get("d_cols", min(256, pow2(H))), BLOCK_K=self.block_k, BLOCK_L=pow2(L),
+            num_warps=tune.get("d_warps", 4))
         h = MoeHandle(self, T, idx, w, status, spos=spos, h_rows=h_rows, h_w=h_w, n_recv=n_recv)
         return recv_x, counts, h
 
@@ -1050,11 +1018,12 @@ class MoeBuffer:
         area, flag = self.sym[6], self.sym[7]
         T, H = h.num_tokens, self.hidden
         out = torch.empty((T, H), dtype=self.dtype, device=y.device)
-        grid = self.W * self.S
-        moe_ll_combine_kernel[(grid,)](
+        tune = self._tune
+        self.kernels["ll_combine"] = moe_ll_combine_kernel[(self.grid_c,)](
             y, h.h_rows, h_w, h.n_recv, h.spos, T, area, flag, self.ctl[2 * SIG_ELEMS:], out,
             self.me, self.W, *self.pemap, H, self.topk, self.max_tokens, self.S,
-            BLOCK_T=pow2(max(self.max_tokens, 1)), BLOCK_H=min(64, pow2(H)), BLOCK_K=self.block_k)
+            BLOCK_T=pow2(max(self.max_tokens, 1)), BLOCK_H=tune.get("c_cols", min(64, pow2(H))), BLOCK_K=self.block_k,
+            num_warps=tune.get("c_warps", 4))
         return out
 
     # ---- API ----

@@ -44,10 +44,8 @@ def pow2(n):
 class Buf:
     """MoeBuffer's areas and launches (python/tdist_kernels/moe.py) over numpy and cpu.launch."""
 
-    def __init__(self, ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens, chunk=3, nbuf=2, S=2,
-                 self_direct=True):
+    def __init__(self, ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens, chunk=3, nbuf=2, S=2):
         self.ash, self.cpu, self.moe, self.team = ash, cpu, moe, team
-        self.self_direct = self_direct  # high throughput: a rank's own tokens skip the ring
         # the kernels' PE map: member r of the team is world PE pe0 + r * pes (the world: 0, 1)
         self.pemap = (0, 1) if team is None else (team.start, team.stride)
         self.W, self.me, self.mode, self.E, self.H, self.K, self.T = W, me, mode, E, H, K, max_tokens
@@ -125,7 +123,7 @@ class Buf:
             self.cpu.launch(m.moe_ht_dispatch_kernel, (2 * self.S,), xs, ids, ws, pos, send_list, plan, self.ring,
                             self.ring_rows, self.ring_w, self.ready, self.credit, self.seq, out, h_rows, h_w,
                             self.me, W, *self.pemap, H, K, L, E, self.T, self.chunk, self.nbuf, self.S,
-                            BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk, SELF_DIRECT=self.self_direct)
+                            BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
             h.update(plan=plan, send_list=send_list)
         else:
             n_recv = np.zeros(W, np.int32)
@@ -204,9 +202,9 @@ def with_buffer(ash, buf, body):
     return bad
 
 
-def run_case(ctx, mode, routing, E, H, K, max_tokens, calls, **opts):
+def run_case(ctx, mode, routing, E, H, K, max_tokens, calls):
     ash, cpu, moe, W, me, team = ctx
-    buf = Buf(ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens, **opts)
+    buf = Buf(ash, cpu, moe, W, me, team, mode, E, H, K, max_tokens)
     L = E // W
 
     def body():
@@ -309,9 +307,6 @@ def main(argv):
         cases.append((f"{mode} top-3 of {4 * W} x {REPEAT}",
                       lambda m=mode: run_case(ctx, m, "random", 4 * W, 20, 3, 5, REPEAT)))
         cases.append((f"{mode} bad input", lambda m=mode: run_errors(ctx, m)))
-    # the form before a rank's own tokens skipped the ring: every token through the ring
-    cases.append(("high_throughput random, own tokens through the ring",
-                  lambda: run_case(ctx, "high_throughput", "random", 2 * W, 24, 2, 7, 3, self_direct=False)))
     failures = 0
     for name, fn in cases:
         # A case that runs long (a compile, a slow peer) prints every thread's Python stack to

@@ -1,0 +1,113 @@
+"""Launch shapes of the low-latency MoE kernels, swept (diagnostic for the MoE tuning work).
+
+    tools/tdist-run -n 2 -- python3 benchmarks/gpu_kernels/sweep_moe_ll.py [--rounds 3] [--shape 7168x8x256]
+
+For each variant (``MoeBuffer(..., _tune=...)``: tile rows / columns, warps and grid of the dispatch
+and the combine), one buffer, one checked round (combine(dispatch(x)) = (sum_k w) x within the
+stated bound, identity experts), then the dispatch alone and the combine alone timed as CUDA-graph
+replays (``bench.timed``, median of ``--reps``). The variants run in turn in every round, so that
+drifts of the machine fall on all of them; rank 0 prints each variant's median and range over the
+rounds, and the register and spill counts of its compiled kernels. Grids larger than the default
+are taken only where the compiled kernel's registers leave room for every program to stay
+co-resident (``resident_grid`` with the kernel's own register count).
+"""
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
+from bench import ops, torch  # noqa: E402
+from bench_moe import routing  # noqa: E402
+
+from tdist_kernels import moe as _moe  # noqa: E402
+from tdist_kernels._common import RESIDENT_FILL, programs_per_sm, resident_grid  # noqa: E402
+from tdist_kernels._resources import RESOURCES  # noqa: E402
+
+
+def variants(regs):
+    """(name, tune) pairs; ``regs``: (dispatch, combine) registers per thread of the default build."""
+    sms = RESOURCES.sm_budget()
+    d_fit, c_fit = (int(sms * programs_per_sm(4, regs_per_thread=r) * RESIDENT_FILL) for r in regs)
+    base = resident_grid(sms, 4)
+    out = [("default", {}),
+           ("d_rows=16", {"d_rows": 16}), ("d_rows=64", {"d_rows": 64}),
+           ("d_cols=128", {"d_cols": 128}), ("d_cols=512", {"d_cols": 512}),
+           ("d_warps=8", {"d_warps": 8}),
+           ("c_cols=32", {"c_cols": 32}), ("c_cols=128,c_warps=8", {"c_cols": 128, "c_warps": 8}),
+           ("c_warps=8", {"c_warps": 8})]
+    if d_fit >= 2 * base:
+        out.append((f"d_grid={2 * base}", {"d_grid": 2 * base}))
+    if c_fit >= 2 * base:
+        out.append((f"c_grid={2 * base}", {"c_grid": 2 * base}))
+    return out
+
+
+def one(me, W, tune, H, K, E, T, reps, seed):
+    buf = _moe.MoeBuffer(E, H, K, T, torch.bfloat16, mode="low_latency", _tune=tune)
+    x = torch.randn(T, H, device="cuda").to(torch.bfloat16)
+    idx, w = routing("random", me, T, K, E, seed)
+    st = {}
+
+    def d():
+        st["r"] = buf.dispatch(x, idx, w, check=False)
+
+    d()
+    st["r"][2].check()
+    y = st["r"][0]
+
+    def c():
+        st["o"] = buf.combine(y, st["r"][2])
+
+    c()
+    torch.cuda.synchronize()
+    want = (x.float() * w.sum(1, keepdim=True)).double()
+    ok = bool(((st["o"].double() - want).abs() <= (2 * 2.0 ** -8 + 8 * K * 2.0 ** -24) * want.abs() + 1e-30).all())
+    t_d = bench.timed(d, reps)
+    t_c = bench.timed(c, reps)
+    ks = {n: (getattr(k, "n_regs", -1), getattr(k, "n_spills", -1)) for n, k in buf.kernels.items()}
+    grids = (buf.grid_d, buf.S_d, buf.grid_c, buf.S)
+    st.clear()
+    torch.cuda.synchronize()
+    ops.release()
+    return ok, t_d * 1e6, t_c * 1e6, ks, grids
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="7168x8x256", help="HIDDENxTOPKxEXPERTS")
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=10)
+    a = ap.parse_args()
+    me, W, _ = bench.start(4 << 30, True, 1, nccl=False)
+    H, K, E = (int(v) for v in a.shape.split("x"))
+    ok, _, _, ks, _ = one(me, W, {}, H, K, E, a.tokens, 2, bench.SEED[0])
+    regs = (ks["ll_dispatch"][0], ks["ll_combine"][0])
+    todo = variants(regs)
+    res = {name: ([], [], None, None) for name, _ in todo}
+    bad = 0 if ok else 1
+    for rnd in range(a.rounds):
+        for name, tune in todo:
+            ok, td, tc, ks, grids = one(me, W, tune, H, K, E, a.tokens, a.reps, bench.SEED[0] + rnd)
+            bad += 0 if ok else 1
+            res[name][0].append(td)
+            res[name][1].append(tc)
+            res[name] = (res[name][0], res[name][1], ks, grids)
+            if me == 0:
+                print(f"round {rnd} {name:22s} dispatch {td:7.1f} us combine {tc:7.1f} us {'ok' if ok else 'FAIL'}",
+                      flush=True)
+    if me == 0:
+        print(f"shape {a.shape}, {a.tokens} tokens per rank, {W} ranks; graph replays, us: median [min-max] "
+              f"over {a.rounds} rounds")
+        for name, (tds, tcs, ks, grids) in res.items():
+            print(f"{name:22s} dispatch {statistics.median(tds):7.1f} [{min(tds):.1f}-{max(tds):.1f}]  combine "
+                  f"{statistics.median(tcs):7.1f} [{min(tcs):.1f}-{max(tcs):.1f}]  grid_d/S_d/grid_c/S {grids} "
+                  f"regs/spills {ks}", flush=True)
+        print(f"checks failed: {bad}", flush=True)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
