@@ -35,8 +35,8 @@ def variants(regs):
            ("d_rows=16", {"d_rows": 16}), ("d_rows=64", {"d_rows": 64}),
            ("d_cols=128", {"d_cols": 128}), ("d_cols=512", {"d_cols": 512}),
            ("d_warps=8", {"d_warps": 8}),
-           ("c_cols=32", {"c_cols": 32}), ("c_cols=128,c_warps=8", {"c_cols": 128, "c_warps": 8}),
-           ("c_warps=8", {"c_warps": 8})]
+           ("c_cols=64,c_warps=4 (before)", {"c_cols": 64, "c_warps": 4}),
+           ("c_cols=64", {"c_cols": 64})]
     if d_fit >= 2 * base:
         out.append((f"d_grid={2 * base}", {"d_grid": 2 * base}))
     if c_fit >= 2 * base:

@@ -844,6 +844,7 @@ class MoeBuffer:
         # d_rows, d_cols, d_warps, d_grid of the dispatch; c_cols, c_warps, c_grid of the combine)
         self._tune = dict(_tune or {})
         self.kernels = {}  # the compiled kernel of each launch name, as its last call returned it
+        self._launches = {}  # the low-latency kernels' cached launches, by specialization (_ll_launch)
         torch, ash, tdist = RESOURCES.runtime()
         self.torch, self.ash = torch, ash
         # the team this buffer's ops run over (RESOURCES.scope: dispatch's group=), kept for combine
@@ -904,7 +905,7 @@ class MoeBuffer:
             tune = self._tune
             # combine: W * S programs (home rank, column slice), co-resident
             self.S = slices or max(1, min(32, cdiv(hidden, 256),
-                                          resident_grid(RESOURCES.sm_budget(), tune.get("c_warps", 4)) // W))
+                                          resident_grid(RESOURCES.sm_budget(), tune.get("c_warps", 8)) // W))
             self.grid_c = max(self.W * self.S, tune.get("c_grid", 0))
             # dispatch: W * S_d senders (destination, slice: columns and a share of the experts' pair
             # positions), then every program of the co-resident grid expands
@@ -1004,12 +1005,13 @@ class MoeBuffer:
         status = torch.zeros(8, dtype=torch.int32, device=dev)
         # the W * S_d senders, then every program expands (source, tokens, columns): all co-resident
         tune = self._tune
-        self.kernels["ll_dispatch"] = moe_ll_dispatch_kernel[(self.grid_d,)](
-            x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
-            h_rows, h_w, n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.HDR, self.S_d,
-            BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_R=tune.get("d_rows", min(32, pow2(self.max_tokens))),
-            BLOCK_H=tune.get("d_cols", min(256, pow2(H))), BLOCK_K=self.block_k, BLOCK_L=pow2(L),
-            num_warps=tune.get("d_warps", 4))
+        self._ll_launch(
+            "ll_dispatch", moe_ll_dispatch_kernel, self.grid_d, (T, T_real), (x, idx, w, recv_x),
+            (x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
+             h_rows, h_w, n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.HDR, self.S_d),
+            dict(BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_R=tune.get("d_rows", min(32, pow2(self.max_tokens))),
+                 BLOCK_H=tune.get("d_cols", min(256, pow2(H))), BLOCK_K=self.block_k, BLOCK_L=pow2(L)),
+            tune.get("d_warps", 4))
         h = MoeHandle(self, T, idx, w, status, spos=spos, h_rows=h_rows, h_w=h_w, n_recv=n_recv)
         return recv_x, counts, h
 
@@ -1019,12 +1021,29 @@ class MoeBuffer:
         T, H = h.num_tokens, self.hidden
         out = torch.empty((T, H), dtype=self.dtype, device=y.device)
         tune = self._tune
-        self.kernels["ll_combine"] = moe_ll_combine_kernel[(self.grid_c,)](
-            y, h.h_rows, h_w, h.n_recv, h.spos, T, area, flag, self.ctl[2 * SIG_ELEMS:], out,
-            self.me, self.W, *self.pemap, H, self.topk, self.max_tokens, self.S,
-            BLOCK_T=pow2(max(self.max_tokens, 1)), BLOCK_H=tune.get("c_cols", min(64, pow2(H))), BLOCK_K=self.block_k,
-            num_warps=tune.get("c_warps", 4))
+        self._ll_launch(
+            "ll_combine", moe_ll_combine_kernel, self.grid_c, (T,), (y, h.h_rows, h_w, h.n_recv, h.spos, out),
+            (y, h.h_rows, h_w, h.n_recv, h.spos, T, area, flag, self.ctl[2 * SIG_ELEMS:], out,
+             self.me, self.W, *self.pemap, H, self.topk, self.max_tokens, self.S),
+            dict(BLOCK_T=pow2(max(self.max_tokens, 1)), BLOCK_H=tune.get("c_cols", min(128, pow2(H))),
+                 BLOCK_K=self.block_k),
+            tune.get("c_warps", 8))
         return out
+
+    def _ll_launch(self, name, fn, grid, ints, tensors, args, constexprs, warps):
+        """``fn[(grid,)](*args, **constexprs)`` through a ``_launch.Launch`` cached per specialization:
+        what Triton specialises on and may change between calls of one buffer, namely the integers
+        ``ints`` (equal to 1, a multiple of 16) and the 16-byte alignment of ``tensors`` (the caller's
+        and the new ones); every other argument is the same in each call of this buffer. The first
+        call of a key goes through Triton (compile, checks); later ones pass device addresses."""
+        from ._launch import Launch
+        key = (name, tuple((v == 1, v % 16 == 0) for v in ints), tuple(t.data_ptr() % 16 == 0 for t in tensors))
+        ln = self._launches.get(key)
+        if ln is None:
+            ln = self._launches[key] = Launch(fn, (grid,), constexprs, {"num_warps": warps})
+            self.kernels[name] = ln(*args)
+        else:
+            self.kernels[name] = ln(*[a.data_ptr() if hasattr(a, "data_ptr") else a for a in args])
 
     # ---- API ----
 
