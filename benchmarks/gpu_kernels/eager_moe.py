@@ -21,27 +21,15 @@ import cProfile
 import io
 import pstats
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 from bench import ash, torch  # noqa: E402
 from bench_moe import routing  # noqa: E402
+from eager_host import per_call  # noqa: E402
 
 from tdist_kernels import moe as _moe  # noqa: E402
-
-
-def per_call(fn, calls):
-    ash.barrier_all()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    t2 = time.perf_counter()
-    return (t1 - t0) * 1e6 / calls, (t2 - t0) * 1e6 / calls
 
 
 def main():
