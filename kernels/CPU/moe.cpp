@@ -383,7 +383,7 @@ void ht_dispatch_kernel(void *p) {
         const int64_t cnt = std::min(a.chunk, n - c * a.chunk);
         for (int64_t j = 0; j < cnt; ++j) {
           const int64_t t = a.send_list[pe * a.max_tokens + c * a.chunk + j];
-          std::memcpy(dst + j * row_bytes + c0 * a.es, a.x + t * row_bytes + c0 * a.es, cb);
+          tdisti_cpu_copy(dst + j * row_bytes + c0 * a.es, a.x + t * row_bytes + c0 * a.es, cb);
           if (s != 0) continue;
           for (int64_t k = 0; k < a.K; ++k) {
             const int64_t e = a.idx[t * a.K + k];
@@ -416,7 +416,7 @@ void ht_dispatch_kernel(void *p) {
           for (int64_t k = 0; k < a.K; ++k) {
             const int32_t row = meta_rows[j * a.K + k];
             if (row >= 0)
-              std::memcpy(a.out + size_t(row) * row_bytes + c0 * a.es, chunk + j * row_bytes + c0 * a.es, cb);
+              tdisti_cpu_copy(a.out + size_t(row) * row_bytes + c0 * a.es, chunk + j * row_bytes + c0 * a.es, cb);
             if (s == 0) {
               a.h_rows[tok * a.K + k] = row;
               a.h_w[tok * a.K + k] = meta_w[j * a.K + k];
@@ -737,7 +737,7 @@ void ll_dispatch_kernel(void *p) {
     auto *meta_w = reinterpret_cast<float *>(meta_pos + a.max_tokens * a.K);
     for (int64_t j = 0; j < n; ++j) {
       const int64_t t = a.send_list[pe * a.max_tokens + j];
-      std::memcpy(area + j * row_bytes, a.x + t * row_bytes, row_bytes);
+      tdisti_cpu_copy(area + j * row_bytes, a.x + t * row_bytes, row_bytes);
       for (int64_t k = 0; k < a.K; ++k) {
         const int64_t e = a.idx[t * a.K + k];
         const bool here = e >= 0 && e / a.L == pe;
@@ -795,7 +795,7 @@ void ll_combine_kernel(void *p) {
                    h.recv_weights[size_t(tok * a.K + k)], 0, a.H);
       }
       if (a.dtype == DType::f64)
-        std::memcpy(area + j * row_bytes, partd.data(), row_bytes);
+        tdisti_cpu_copy(area + j * row_bytes, partd.data(), row_bytes);
       else
         dispatch_dtype(a.dtype,
                        [&](auto e) { store_row<decltype(e)>(area + j * row_bytes, part.data(), 0, a.H); });
@@ -816,7 +816,7 @@ void ll_combine_kernel(void *p) {
       axpy_any(a.dtype, partd.data(), part.data(), row, 1.0f, 0, a.H);
     }
     if (a.dtype == DType::f64)
-      std::memcpy(a.out + t * row_bytes, partd.data(), row_bytes);
+      tdisti_cpu_copy(a.out + t * row_bytes, partd.data(), row_bytes);
     else
       dispatch_dtype(a.dtype,
                      [&](auto e) { store_row<decltype(e)>(a.out + t * row_bytes, part.data(), 0, a.H); });
@@ -904,7 +904,7 @@ int MoeBuffer::dispatch_ll(const void *x, const Layout &lay, const int64_t st[4]
         h->recv_weights[size_t(tok * K + k)] = meta_w[i * K + k];
         if (j < 0) continue;
         const int64_t row = j * gstride + off[size_t(r * L + j)] + meta_pos[i * K + k];
-        std::memcpy(out + size_t(row) * row_bytes, area + i * row_bytes, row_bytes);
+        tdisti_cpu_copy(out + size_t(row) * row_bytes, area + i * row_bytes, row_bytes);
         h->recv_rows[size_t(tok * K + k)] = row;
       }
     }
