@@ -416,7 +416,8 @@ void ht_dispatch_kernel(void *p) {
           for (int64_t k = 0; k < a.K; ++k) {
             const int32_t row = meta_rows[j * a.K + k];
             if (row >= 0)
-              tdisti_cpu_copy(a.out + size_t(row) * row_bytes + c0 * a.es, chunk + j * row_bytes + c0 * a.es, cb);
+              tdisti_cpu_copy(a.out + size_t(row) * row_bytes + c0 * a.es, chunk + j * row_bytes + c0 * a.es,
+                              cb);
             if (s == 0) {
               a.h_rows[tok * a.K + k] = row;
               a.h_w[tok * a.K + k] = meta_w[j * a.K + k];
