@@ -50,6 +50,32 @@ def routing(kind, me, T, K, E, seed):
     return idx.to(torch.int64), w
 
 
+def moe_calls(buf, x, idx, w):
+    """(dispatch, combine, check, state) over one buffer, for the diagnostics built on this file
+    (eager_moe.py, sweep_moe_ll.py): ``dispatch`` leaves its result in ``state["r"]``, ``combine`` (of
+    the rows of the first dispatch, made here, whose status is checked) in ``state["o"]``, and
+    ``check()`` says whether ``state["o"]`` is the identity experts' result, (sum_k w) x, within
+    the stated bound."""
+    st = {}
+
+    def dispatch():
+        st["r"] = buf.dispatch(x, idx, w, check=False)
+
+    dispatch()
+    st["r"][2].check()
+    y = st["r"][0]
+
+    def combine():
+        st["o"] = buf.combine(y, st["r"][2])
+
+    def check():
+        want = (x.float() * w.sum(1, keepdim=True)).double()
+        tol = (2 * UNIT[x.dtype] + 8 * idx.shape[1] * 2.0 ** -24) * want.abs() + 1e-30
+        return bool(((st["o"].double() - want).abs() <= tol).all())
+
+    return dispatch, combine, check, st
+
+
 def torch_path(dist, x, idx, w, E, W):
     """Dispatch then combine (identity experts) the way a torch user does with all_to_all_single;
     returns (dispatch fn, combine fn)."""

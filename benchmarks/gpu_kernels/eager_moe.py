@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 from bench import ash, torch  # noqa: E402
-from bench_moe import routing  # noqa: E402
+from bench_moe import moe_calls, routing  # noqa: E402
 from eager_host import per_call  # noqa: E402
 
 from tdist_kernels import moe as _moe  # noqa: E402
@@ -45,17 +45,7 @@ def main():
     buf = _moe.MoeBuffer(E, H, K, T, torch.bfloat16, mode="low_latency")
     x = torch.randn(T, H, device="cuda").to(torch.bfloat16)
     idx, w = routing("random", me, T, K, E, bench.SEED[0])
-    st = {}
-
-    def disp():
-        st["r"] = buf.dispatch(x, idx, w, check=False)
-
-    disp()
-    st["r"][2].check()
-    y = st["r"][0]
-
-    def comb():
-        st["o"] = buf.combine(y, st["r"][2])
+    disp, comb, check, st = moe_calls(buf, x, idx, w)
 
     def both():
         disp()
@@ -68,9 +58,7 @@ def main():
             issued, done = per_call(fn, a.calls)
             if me == 0:
                 print(f"{name:9s} run {run}: {issued:7.1f} us issued, {done:7.1f} us finished per call", flush=True)
-    want = (x.float() * w.sum(1, keepdim=True)).double()
-    tol = (2 * 2.0 ** -8 + 8 * K * 2.0 ** -24) * want.abs() + 1e-30
-    ok = bool(((st["o"].double() - want).abs() <= tol).all())
+    ok = check()
     print(f"rank {me}: check {'ok' if ok else 'FAILED'}", flush=True)
     g, why = bench.capture(both)
     if g is None:

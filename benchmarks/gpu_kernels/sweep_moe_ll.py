@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 from bench import ops, torch  # noqa: E402
-from bench_moe import routing  # noqa: E402
+from bench_moe import moe_calls, routing  # noqa: E402
 
 from tdist_kernels import moe as _moe  # noqa: E402
 from tdist_kernels._common import RESIDENT_FILL, programs_per_sm, resident_grid  # noqa: E402
@@ -48,22 +48,10 @@ def one(me, W, tune, H, K, E, T, reps, seed):
     buf = _moe.MoeBuffer(E, H, K, T, torch.bfloat16, mode="low_latency", _tune=tune)
     x = torch.randn(T, H, device="cuda").to(torch.bfloat16)
     idx, w = routing("random", me, T, K, E, seed)
-    st = {}
-
-    def d():
-        st["r"] = buf.dispatch(x, idx, w, check=False)
-
-    d()
-    st["r"][2].check()
-    y = st["r"][0]
-
-    def c():
-        st["o"] = buf.combine(y, st["r"][2])
-
+    d, c, check, st = moe_calls(buf, x, idx, w)
     c()
     torch.cuda.synchronize()
-    want = (x.float() * w.sum(1, keepdim=True)).double()
-    ok = bool(((st["o"].double() - want).abs() <= (2 * 2.0 ** -8 + 8 * K * 2.0 ** -24) * want.abs() + 1e-30).all())
+    ok = check()
     t_d = bench.timed(d, reps)
     t_c = bench.timed(c, reps)
     ks = {n: (getattr(k, "n_regs", -1), getattr(k, "n_spills", -1)) for n, k in buf.kernels.items()}

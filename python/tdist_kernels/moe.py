@@ -840,9 +840,6 @@ class MoeBuffer:
     def __init__(self, num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", max_recv_rows=None,
                  chunk_tokens=None, buffer_num=4, slices=None, fp8=False, _tune=None):
         from ._resources import RESOURCES
-        # launch shapes of the low-latency kernels, for benchmarks/gpu_kernels/sweep_moe_ll.py (keys:
-        # d_rows, d_cols, d_warps, d_grid of the dispatch; c_cols, c_warps, c_grid of the combine)
-        self._tune = dict(_tune or {})
         self.kernels = {}  # the compiled kernel of each launch name, as its last call returned it
         self._launches = {}  # the low-latency kernels' cached launches, by specialization (_ll_launch)
         torch, ash, tdist = RESOURCES.runtime()
@@ -902,16 +899,21 @@ class MoeBuffer:
             if max_tokens > 1024:
                 raise KernelArgError(f"{what}: low_latency holds all tokens of a rank in one tile: max_tokens "
                                      f"({max_tokens}) must be <= 1024 (use high_throughput above that)")
-            tune = self._tune
+            # launch shapes: tile rows / columns and warps of the dispatch (d_*) and the combine (c_*);
+            # _tune overrides them, and may add d_grid / c_grid (benchmarks/gpu_kernels/sweep_moe_ll.py)
+            shape = {"d_rows": min(32, pow2(max_tokens)), "d_cols": min(256, pow2(self.d_hidden)), "d_warps": 4,
+                     "c_cols": min(128, pow2(hidden)), "c_warps": 8}
+            shape.update(_tune or {})
+            self.ll_shape = shape
             # combine: W * S programs (home rank, column slice), co-resident
             self.S = slices or max(1, min(32, cdiv(hidden, 256),
-                                          resident_grid(RESOURCES.sm_budget(), tune.get("c_warps", 8)) // W))
-            self.grid_c = max(self.W * self.S, tune.get("c_grid", 0))
+                                          resident_grid(RESOURCES.sm_budget(), shape["c_warps"]) // W))
+            self.grid_c = max(self.W * self.S, shape.get("c_grid", 0))
             # dispatch: W * S_d senders (destination, slice: columns and a share of the experts' pair
             # positions), then every program of the co-resident grid expands
-            resident = resident_grid(RESOURCES.sm_budget(), tune.get("d_warps", 4))
+            resident = resident_grid(RESOURCES.sm_budget(), shape["d_warps"])
             self.S_d = max(1, min(32, resident // W))
-            self.grid_d = max(W * self.S_d, tune.get("d_grid", resident))
+            self.grid_d = max(W * self.S_d, shape.get("d_grid", resident))
             self.recv_rows = L * W * max_tokens
             self.HDR = 8 + L  # n, status (code, a, b, c), 3 spare, then the L per-expert pair counts
             n_area = 2 * W * max_tokens
@@ -1004,14 +1006,14 @@ class MoeBuffer:
         n_recv = torch.empty(W, dtype=torch.int32, device=dev)
         status = torch.zeros(8, dtype=torch.int32, device=dev)
         # the W * S_d senders, then every program expands (source, tokens, columns): all co-resident
-        tune = self._tune
+        shape = self.ll_shape
         self._ll_launch(
             "ll_dispatch", moe_ll_dispatch_kernel, self.grid_d, (T, T_real), (x, idx, w, recv_x),
             (x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
              h_rows, h_w, n_recv, status, self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.HDR, self.S_d),
-            dict(BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_R=tune.get("d_rows", min(32, pow2(self.max_tokens))),
-                 BLOCK_H=tune.get("d_cols", min(256, pow2(H))), BLOCK_K=self.block_k, BLOCK_L=pow2(L)),
-            tune.get("d_warps", 4))
+            dict(BLOCK_T=pow2(max(self.max_tokens, W)), BLOCK_R=shape["d_rows"], BLOCK_H=shape["d_cols"],
+                 BLOCK_K=self.block_k, BLOCK_L=pow2(L)),
+            shape["d_warps"])
         h = MoeHandle(self, T, idx, w, status, spos=spos, h_rows=h_rows, h_w=h_w, n_recv=n_recv)
         return recv_x, counts, h
 
@@ -1020,14 +1022,13 @@ class MoeBuffer:
         area, flag = self.sym[6], self.sym[7]
         T, H = h.num_tokens, self.hidden
         out = torch.empty((T, H), dtype=self.dtype, device=y.device)
-        tune = self._tune
+        shape = self.ll_shape
         self._ll_launch(
             "ll_combine", moe_ll_combine_kernel, self.grid_c, (T,), (y, h.h_rows, h_w, h.n_recv, h.spos, out),
             (y, h.h_rows, h_w, h.n_recv, h.spos, T, area, flag, self.ctl[2 * SIG_ELEMS:], out,
              self.me, self.W, *self.pemap, H, self.topk, self.max_tokens, self.S),
-            dict(BLOCK_T=pow2(max(self.max_tokens, 1)), BLOCK_H=tune.get("c_cols", min(128, pow2(H))),
-                 BLOCK_K=self.block_k),
-            tune.get("c_warps", 8))
+            dict(BLOCK_T=pow2(max(self.max_tokens, 1)), BLOCK_H=shape["c_cols"], BLOCK_K=self.block_k),
+            shape["c_warps"])
         return out
 
     def _ll_launch(self, name, fn, grid, ints, tensors, args, constexprs, warps):
