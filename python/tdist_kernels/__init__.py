@@ -27,7 +27,8 @@ from ._common import KernelArgError  # noqa: F401
 
 # Kernels outside the half-resident grid rule of the *_grid functions: no program waiting for another
 # of its launch (the direct all-to-alls: all_to_all.direct_grid, a few programs per SM looping over
-# tiles; GEMM+RS's GEMM: one program per tile), or a grid with its own rule (AG+GEMM:
+# tiles; GEMM+RS's GEMM: one program per tile, claimed by ticket, so that a program only ever waits
+# for tiles held by running programs that do not wait), or a grid with its own rule (AG+GEMM:
 # ag_gemm.ag_gemm_grid, one program per SM of the share but a few).
 OWN_GRID_RULE = ("reverse_a2a_direct", "dispatch_a2a_direct", "ag_gemm", "gemm_rs", "ag_gemm_tma", "gemm_rs_tma")
 

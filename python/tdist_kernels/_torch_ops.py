@@ -173,17 +173,15 @@ def _ag_gemm(a: torch.Tensor, b: torch.Tensor, team: int, world: int, impl: str,
     return _over("ag_gemm", team, a=a, b=b, impl=impl, chunk_m=chunk_m, gemm_streams=gemm_streams)
 
 
-def _gemm_rs(a: torch.Tensor, b: torch.Tensor, team: int, world: int, impl: str, reduce_programs: Optional[int],
-             gemm_streams: int) -> torch.Tensor:
+def _gemm_rs(a: torch.Tensor, b: torch.Tensor, team: int, world: int, impl: str, gemm_streams: int) -> torch.Tensor:
     _same_world("gemm_rs", team, world)
-    return _over("gemm_rs", team, a=a, b=b, impl=impl, reduce_programs=reduce_programs, gemm_streams=gemm_streams)
+    return _over("gemm_rs", team, a=a, b=b, impl=impl, gemm_streams=gemm_streams)
 
 
 ag_gemm = _def("ag_gemm", _ag_gemm,
                lambda a, b, team, world, impl, chunk_m, gemm_streams: a.new_empty((world * a.shape[0], b.shape[1])))
 gemm_rs = _def("gemm_rs", _gemm_rs,
-               lambda a, b, team, world, impl, reduce_programs, gemm_streams: a.new_empty((a.shape[0] // world,
-                                                                                          b.shape[1])))
+               lambda a, b, team, world, impl, gemm_streams: a.new_empty((a.shape[0] // world, b.shape[1])))
 
 
 # -- the calls ops.* make -----------------------------------------------------------------------
@@ -218,10 +216,10 @@ def call_ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1, team
     return ag_gemm(a, b, team, _world(team), impl, chunk_m, gemm_streams)
 
 
-def call_gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1, team=0):
+def call_gemm_rs(a, b, out=None, impl="auto", gemm_streams=1, team=0):
     if out is not None:
         raise ops.KernelArgError("gemm_rs: out= is not available under torch.compile or autograd; use the result")
-    return gemm_rs(a, b, team, _world(team), impl, reduce_programs, gemm_streams)
+    return gemm_rs(a, b, team, _world(team), impl, gemm_streams)
 
 
 CALLS = {"all_reduce": call_all_reduce, "reverse_all_to_all": call_reverse_all_to_all,

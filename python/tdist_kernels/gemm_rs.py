@@ -19,15 +19,18 @@ Forms (``ops.GEMM_RS_IMPLS``; ``ops`` picks one for "auto" by placement):
     One cuBLAS GEMM of the whole product into a symmetric buffer, a barrier, then one pass
     (``sum_peer_rows_kernel``) pulls this rank's block from every PE and sums it.
 ``triton``
-    * GEMM programs (tiles loaded by TMA where the GPU and operands allow, ``_gemm.use_tma``)
-      compute tiles of the partial product, owner by owner starting with the rank
-      after this one (so the ranks write to different owners at any time); each tile is stored in
-      fp32 into the owner's symmetric receive buffer ``[W, M / W, N]`` at slot ``rank`` straight
-      from the epilogue, then fence + signal ``(tile, rank)`` at the owner.
-    * reduce programs (a second, small persistent grid on a side stream, started with the GEMM)
-      wait for all W signals of a local tile (one ``dl.wait(slot, W)``: the W slots are 64 bytes
-      apart), sum the W partials in rank order in fp32 and store the tile in the output dtype. The
-      GEMM never waits, so the reduce programs' waits always end.
+    One Triton GEMM (tiles loaded by TMA where the GPU and operands allow, ``_gemm.use_tma``), one
+    program per tile of the partial product, owner by owner starting with the rank after this one
+    (so the ranks write to different owners at any time) and this rank's own block last:
+      * a tile of another owner is stored in fp32 from the epilogue into the owner's symmetric
+        receive buffer ``[W, M / W, N]`` at slot ``rank``, then fence + signal at the owner;
+      * an own tile is the reduction (seed 003's consumer, in the producer's own epilogue): its
+        partial goes into slot ``rank`` of the local buffer, the program waits for the tile's W - 1
+        signals (one ``dl.wait``), sums the W partials in rank order in fp32 and stores the tile
+        in c's dtype. The peers reach this rank's tiles before their own, so the wait mostly finds
+        them done, and the sum runs on every SM of the GEMM rather than on a small side grid.
+    Tiles are claimed through a ticket (``rs_claim``): a program holding an own tile, the only kind
+    that waits, knows every tile before it is held by a running program that does not wait.
 
 Signals are set once per call; seed 002's host protocol (``_resources.signal_round``) resets them.
 """
@@ -36,31 +39,91 @@ import triton.language as tl
 
 import triton_dist.language as dl
 
-from ._common import SIG, SIG_ELEMS, cdiv, fence_sys, team_pe
+from ._common import SIG, SIG_ELEMS, cdiv, cta_sync, fence_sys, team_pe
 from ._gemm import GemmStreams, compile_cfg, descriptor, gemm_cfg, k_loop, k_loop_tma, tile_of, use_tma
-from ._resources import RESOURCES, contiguous_out, side_stream, signal_round, stream_barrier
+from ._resources import RESOURCES, contiguous_out, signal_round, stream_barrier
 
 
 # ---------------------------------------------------------------------------------------------
 # the Triton form
 
+RED_M = 32  # rows per step of an own tile's sum (RED_M x BLOCK_N fp32 per partial: 32 registers a thread at 8 warps)
 
-@triton.jit(do_not_specialize=['rank', 'world'])
-def gemm_rs_kernel(
-    a_ptr, b_ptr, recv_ptr, sig_ptr,
-    rank, world, pe0, pes, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-):
-    """One program per (owner, tile): the fp32 partial goes straight into the owner's receive slot."""
-    pid = tl.program_id(0)
+
+@triton.jit
+def rs_claim(sig_ptr, rank, world, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(owner, tm, tn) of the tile this program computes, claimed through the call's ticket (the slot
+    after the tiles' signals, ``gemm_rs_signal_slots``) rather than taken from the program id.
+    Tickets go out in the order the programs start. The own tiles are the last tickets, and only
+    they wait. So when a program holds an own tile, every earlier ticket is held by a program that
+    has started and never waits: a waiting program cannot keep a tile it waits for from running, on
+    any grid, however many programs fit at once. Owners in the order rank + 1, rank + 2, ..., so the
+    ranks write to different owners at any time and each reaches its own tiles last."""
     mloc = M // world
     tiles_m = tl.cdiv(mloc, BLOCK_M)  # per owner
     tiles_n = tl.cdiv(N, BLOCK_N)
     local_tiles = tiles_m * tiles_n
+    t = tl.atomic_add(sig_ptr + local_tiles * (world - 1) * SIG, 1)  # int64
+    # the owner step t // local_tiles as int32 by comparisons: triton-ascend 3.2 refuses to narrow
+    j = rank * 0
+    for k in range(1, world):
+        j += (t >= k * local_tiles).to(tl.int32)
+    owner = (rank + 1 + j) % world
+    tm, tn = tile_of(t % local_tiles, tiles_m, tiles_n, GROUP_M)
+    return owner, tm, tn
+
+
+@triton.jit
+def rs_finish(acc, recv_ptr, sig_ptr, c_ptr, owner, tm, tn, rank, world, pe0, pes, M, N, stride_cm, stride_cn,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RED_M: tl.constexpr):
+    """The epilogue of both GEMM kernels. The fp32 partial ``acc`` goes into slot ``rank`` of the
+    owner's receive buffer. A tile of another owner then signals its slot there,
+    ``(tile, (rank - owner - 1) mod W)``. An own tile waits for the W - 1 signals of the tile (one
+    ``dl.wait``: the slots are 64 bytes apart), sums the W partials in rank order in fp32, RED_M
+    rows at a time, and stores the result in c's dtype."""
+    mloc = M // world
+    lt = tm * tl.cdiv(N, BLOCK_N) + tn
     slab = (mloc * N).to(tl.int64)  # one partial [M / W, N] in the receive buffer
-    owner = (rank + 1 + pid // local_tiles) % world  # the next rank first; the own rows last
-    tm, tn = tile_of(pid % local_tiles, tiles_m, tiles_n, GROUP_M)
+    rm = tm * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = rn < N
+    dst = dl.symm_at(recv_ptr, team_pe(owner, pe0, pes))
+    tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
+             mask=(rm < mloc)[:, None] & nmask[None, :])
+    if owner != rank:
+        fence_sys()
+        dl.notify(sig_ptr + (lt * (world - 1) + (rank - owner - 1 + world) % world) * SIG,
+                  team_pe(owner, pe0, pes), 1)
+    else:
+        cta_sync()  # every thread's share of the own partial is stored before any thread reads it back
+        tok = rank * 0
+        if world > 1:
+            tok = dl.wait(sig_ptr + lt * (world - 1) * SIG, world - 1, "gpu", "acquire", waitValue=1,
+                          slot_stride=SIG)
+        src = dl.consume_token(recv_ptr, tok)
+        for m0 in range(0, BLOCK_M, RED_M):
+            rr = tm * BLOCK_M + m0 + tl.arange(0, RED_M)
+            mask = (rr < mloc)[:, None] & nmask[None, :]
+            offs = rr.to(tl.int64)[:, None] * N + rn[None, :]
+            tot = tl.zeros((RED_M, BLOCK_N), dtype=tl.float32)
+            for r in range(0, world):
+                tot += tl.load(src + r * slab + offs, mask=mask, other=0.0)
+            tl.store(c_ptr + rr.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn,
+                     tot.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=['rank', 'world'])
+def gemm_rs_kernel(
+    a_ptr, b_ptr, recv_ptr, sig_ptr, c_ptr,
+    rank, world, pe0, pes, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    RED_M: tl.constexpr,
+):
+    """One program per tile of the partial product (W * local tiles, claimed by ``rs_claim``); the
+    epilogue is ``rs_finish``."""
+    owner, tm, tn = rs_claim(sig_ptr, rank, world, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    mloc = M // world
     rm = tm * BLOCK_M + tl.arange(0, BLOCK_M)
     rm_l = tl.where(rm < mloc, rm, mloc - 1)
     rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -70,72 +133,29 @@ def gemm_rs_kernel(
     a_ptrs = a_ptr + grow[:, None] * stride_am + rk[None, :] * stride_ak
     b_ptrs = b_ptr + rk.to(tl.int64)[:, None] * stride_bk + rn[None, :] * stride_bn
     acc = k_loop(a_ptrs, b_ptrs, nmask, K, stride_ak, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K)
-    dst = dl.symm_at(recv_ptr, team_pe(owner, pe0, pes))
-    tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
-             mask=(rm < mloc)[:, None] & (rn < N)[None, :])
-    fence_sys()
-    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, team_pe(owner, pe0, pes), 1)
+    rs_finish(acc, recv_ptr, sig_ptr, c_ptr, owner, tm, tn, rank, world, pe0, pes, M, N, stride_cm, stride_cn,
+              BLOCK_M, BLOCK_N, RED_M)
 
 
 @triton.jit(do_not_specialize=['rank', 'world'])
 def gemm_rs_tma_kernel(
-    a_desc, b_desc, recv_ptr, sig_ptr,
-    rank, world, pe0, pes, M, N, K,
+    a_desc, b_desc, recv_ptr, sig_ptr, c_ptr,
+    rank, world, pe0, pes, M, N, K, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    RED_M: tl.constexpr,
 ):
     """``gemm_rs_kernel`` with its tiles loaded by TMA (CUDA, compute capability >= 9). A tile's rows
     past the owner's block read the next block's rows (or zeros past M): their results are not stored."""
-    pid = tl.program_id(0)
-    mloc = M // world
-    tiles_m = tl.cdiv(mloc, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    local_tiles = tiles_m * tiles_n
-    slab = (mloc * N).to(tl.int64)
-    owner = (rank + 1 + pid // local_tiles) % world
-    tm, tn = tile_of(pid % local_tiles, tiles_m, tiles_n, GROUP_M)
-    acc = k_loop_tma(a_desc, b_desc, owner * mloc + tm * BLOCK_M, tn * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
-    rm = tm * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
-    dst = dl.symm_at(recv_ptr, team_pe(owner, pe0, pes))
-    tl.store(dst + rank * slab + rm.to(tl.int64)[:, None] * N + rn[None, :], acc,
-             mask=(rm < mloc)[:, None] & (rn < N)[None, :])
-    fence_sys()
-    dl.notify(sig_ptr + ((tm * tiles_n + tn) * world + rank) * SIG, team_pe(owner, pe0, pes), 1)
-
-
-@triton.jit(do_not_specialize=['rank', 'world'])
-def rs_reduce_kernel(
-    recv_ptr, c_ptr, sig_ptr,
-    rank, world, M, N,
-    stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, RED_M: tl.constexpr,
-):
-    """Persistent: tile after tile of the GEMM's tiling, wait for its W partials, sum, store."""
-    pid = tl.program_id(0)
-    nprog = tl.num_programs(0)
-    mloc = M // world
-    tiles_m = tl.cdiv(mloc, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    slab = (mloc * N).to(tl.int64)
-    for lt in range(pid, tiles_m * tiles_n, nprog):
-        tm = lt // tiles_n
-        tn = lt % tiles_n
-        tok = dl.wait(sig_ptr + lt * world * SIG, world, "gpu", "acquire", waitValue=1, slot_stride=SIG)
-        src = dl.consume_token(recv_ptr, tok)
-        rn = tn * BLOCK_N + tl.arange(0, BLOCK_N)
-        for m0 in range(0, BLOCK_M, RED_M):
-            rm = tm * BLOCK_M + m0 + tl.arange(0, RED_M)
-            mask = (rm < mloc)[:, None] & (rn < N)[None, :]
-            offs = rm.to(tl.int64)[:, None] * N + rn[None, :]
-            acc = tl.zeros((RED_M, BLOCK_N), dtype=tl.float32)
-            for r in range(0, world):
-                acc += tl.load(src + r * slab + offs, mask=mask, other=0.0)
-            tl.store(c_ptr + rm.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn,
-                     acc.to(c_ptr.dtype.element_ty), mask=mask)
+    owner, tm, tn = rs_claim(sig_ptr, rank, world, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    row0 = (owner * (M // world) + tm * BLOCK_M).to(tl.int32)  # the ticket's tile is int64; TMA takes int32
+    acc = k_loop_tma(a_desc, b_desc, row0, (tn * BLOCK_N).to(tl.int32), K, BLOCK_M, BLOCK_N, BLOCK_K)
+    rs_finish(acc, recv_ptr, sig_ptr, c_ptr, owner, tm, tn, rank, world, pe0, pes, M, N, stride_cm, stride_cn,
+              BLOCK_M, BLOCK_N, RED_M)
 
 
 def gemm_rs_signal_slots(world, M, N, block_m, block_n):
-    return cdiv(M // world, block_m) * cdiv(N, block_n) * world
+    """Signal slots of the Triton form: W - 1 per local tile (one per peer), then the tile ticket."""
+    return cdiv(M // world, block_m) * cdiv(N, block_n) * (world - 1) + 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,15 +189,10 @@ def sum_peer_rows_kernel(part_ptr, out_ptr, rank, world, pe0, pes, off, n, BLOCK
 # Grid and plans (``ops.gemm_rs`` after validation)
 
 
-def rs_reduce_grid(nsm):
-    """Programs of GEMM + RS's reduce kernel, which runs beside the GEMM: an eighth of the SMs."""
-    return max(1, nsm // 8)
-
-
 SUM_BLOCK = 2048  # elements per program of the reduce passes
 
 
-def run_triton(a, b, out, W, me, dt, reduce_programs=None):
+def run_triton(a, b, out, W, me, dt):
     import torch
     M, K = a.shape
     N = b.shape[1]
@@ -185,19 +200,15 @@ def run_triton(a, b, out, W, me, dt, reduce_programs=None):
     BM, BN = cfg["BLOCK_M"], cfg["BLOCK_N"]
     recv, sig = RESOURCES.symmetric(("gemm_rs", M, N, dt, W), ([W * (M // W) * N], torch.float32),
                                     ([gemm_rs_signal_slots(W, M, N, BM, BN) * SIG_ELEMS], torch.int64))
-    local_tiles = cdiv(M // W, BM) * cdiv(N, BN)
-    nred = max(1, min(local_tiles, reduce_programs or rs_reduce_grid(RESOURCES.sm_budget())))
-    with signal_round(sig), side_stream("comm", uses=(out,)) as comm:
+    grid = (W * cdiv(M // W, BM) * cdiv(N, BN),)
+    with signal_round(sig):
         if use_tma(dt, a, b):
             bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
-            gemm_rs_tma_kernel[(W * local_tiles,)](descriptor(a, (bm, bk)), descriptor(b, (bk, bn)), recv, sig, me, W,
-                                                   *RESOURCES.pe_map(), M, N, K, **cfg)
+            gemm_rs_tma_kernel[grid](descriptor(a, (bm, bk)), descriptor(b, (bk, bn)), recv, sig, out, me, W,
+                                     *RESOURCES.pe_map(), M, N, K, *out.stride(), RED_M=RED_M, **cfg)
         else:
-            gemm_rs_kernel[(W * local_tiles,)](a, b, recv, sig, me, W, *RESOURCES.pe_map(), M, N, K, *a.stride(),
-                                               *b.stride(), **cfg)
-        with torch.cuda.stream(comm):
-            rs_reduce_kernel[(nred,)](recv, out, sig, me, W, M, N, *out.stride(), BLOCK_M=BM, BLOCK_N=BN, RED_M=16,
-                                      num_warps=4)
+            gemm_rs_kernel[grid](a, b, recv, sig, out, me, W, *RESOURCES.pe_map(), M, N, K, *a.stride(), *b.stride(),
+                                 *out.stride(), RED_M=RED_M, **cfg)
     return out
 
 
@@ -273,16 +284,12 @@ def compile_cases(dtype="fp16"):
                                                  "pes": i, "off": "i64",
                                                  "n": i}, {"BLOCK": 2048}),
         ("gemm_rs", gemm_rs_kernel,
-         {"a_ptr": p, "b_ptr": p, "recv_ptr": "*fp32", "sig_ptr": "*i64", "rank": i, "world": i, "pe0": i, "pes": i,
-          "M": i, "N": i, "K": i, "stride_am": i, "stride_bk": i},
-         dict(stride_ak=1, stride_bn=1, **big), opts),
+         {"a_ptr": p, "b_ptr": p, "recv_ptr": "*fp32", "sig_ptr": "*i64", "c_ptr": p, "rank": i, "world": i,
+          "pe0": i, "pes": i, "M": i, "N": i, "K": i, "stride_am": i, "stride_bk": i, "stride_cm": i},
+         dict(stride_ak=1, stride_bn=1, stride_cn=1, RED_M=RED_M, **big), opts),
     ] + ([] if dtype == "fp32" else [  # TMA only for 16-bit dtypes
         ("gemm_rs_tma", gemm_rs_tma_kernel,
          {"a_desc": f"tensordesc<{dtype}[{big['BLOCK_M']}, {big['BLOCK_K']}]>",
           "b_desc": f"tensordesc<{dtype}[{big['BLOCK_K']}, {big['BLOCK_N']}]>", "recv_ptr": "*fp32", "sig_ptr": "*i64",
-          "rank": i, "world": i, "pe0": i, "pes": i, "M": i, "N": i, "K": i}, dict(**big), opts)]) + [
-        ("rs_reduce", rs_reduce_kernel,
-         {"recv_ptr": "*fp32", "c_ptr": p, "sig_ptr": "*i64", "rank": i, "world": i, "M": i, "N": i,
-          "stride_cm": i},
-         {"stride_cn": 1, "BLOCK_M": big["BLOCK_M"], "BLOCK_N": big["BLOCK_N"], "RED_M": 16}, {"num_warps": 4}),
-    ]
+          "c_ptr": p, "rank": i, "world": i, "pe0": i, "pes": i, "M": i, "N": i, "K": i, "stride_cm": i},
+         dict(stride_cn=1, RED_M=RED_M, **big), opts)])

@@ -63,7 +63,6 @@ from ._resources import RESOURCES
 from .ag_gemm import AG_FREE_SMS, ag_gemm_grid  # noqa: F401
 from .all_reduce import LL_KIND, allreduce_grid  # noqa: F401
 from .all_to_all import A2A_WARPS, a2a_grid, a2a_tiles, direct_tiles, dispatch_grid  # noqa: F401
-from .gemm_rs import rs_reduce_grid  # noqa: F401
 
 try:  # torch is what the ops run on; without it (a compile-only machine) this module still imports
     import torch as _torch
@@ -447,7 +446,7 @@ def ag_gemm(a, b, out=None, impl="auto", chunk_m=None, gemm_streams=1):
 
 
 @_torch_op("gemm_rs")
-def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
+def gemm_rs(a, b, out=None, impl="auto", gemm_streams=1):
     """``reduce_scatter(a @ b)``: a (M, K) and b (K, N) per rank -> rows [me * M / W, (me + 1) * M / W) of
     the sum over ranks, (M / W, N).
 
@@ -461,8 +460,9 @@ def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
     ``impl="cublas_whole"``: one cuBLAS GEMM of the whole product into a symmetric buffer, a barrier,
     then one pass pulls this rank's block from every PE and sums it. ``impl="auto"`` (default)
     picks by placement (``_auto_overlap``). ``impl="triton"``: one Triton GEMM whose epilogue
-    stores each fp32 partial tile into its owner's buffer and signals it, with a small persistent reduce grid
-    on a side stream overlapping it (seed 003's per-tile form)."""
+    stores each fp32 partial tile of another owner into that owner's buffer and signals it, and sums
+    each of its own tiles once the peers' partials of it are in (seed 003's per-tile form, the
+    reduction in the owner's epilogue)."""
     torch, ash, tdist = RESOURCES.runtime()
     what = "gemm_rs"
     dt = _check_gemm_operands(what, a, b)
@@ -483,7 +483,7 @@ def gemm_rs(a, b, out=None, impl="auto", reduce_programs=None, gemm_streams=1):
     if impl in ("cublas", "cublas_ce"):
         return _rs.run_cublas(a, b, out, W, me, dt, gemm_streams, impl == "cublas_ce")
     _refuse_capture(torch, what)
-    return _rs.run_triton(a, b, out, W, me, dt, reduce_programs)
+    return _rs.run_triton(a, b, out, W, me, dt)
 
 
 # ---------------------------------------------------------------------------------------------

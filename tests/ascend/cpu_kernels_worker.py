@@ -390,7 +390,6 @@ def op_gemm_rs(ctx):
     recv = ctx.sym([W * ml * N], "float32")
     sig = ctx.sym([rs.gemm_rs_signal_slots(W, M, N, BM, BN) * SIG_ELEMS], "int64")
     local_tiles = cdiv(ml, BM) * cdiv(N, BN)
-    nred = max(1, min(local_tiles, 2))  # reduce_programs=2
     for call in range(CALLS):
         ins = [rng(op, call, r) for r in range(W)]
         ab = [(g.standard_normal((M, K)).astype(F32), g.standard_normal((K, N)).astype(F32)) for g in ins]
@@ -398,10 +397,9 @@ def op_gemm_rs(ctx):
         out = np.full((ml, N), np.nan, dtype=F32)
 
         def launch():
-            ctx.cpu.launch(rs.gemm_rs_kernel, (W * local_tiles,), a, b, recv, sig, me, W, ctx.pe0, ctx.pes, M, N, K,
-                           *strides(a), *strides(b), **cfg)
-            ctx.cpu.launch(rs.rs_reduce_kernel, (nred,), recv, out, sig, me, W, M, N, *strides(out), BLOCK_M=BM,
-                           BLOCK_N=BN, RED_M=8)
+            # RED_M = 8: an own tile sums its 16 rows in two steps
+            ctx.cpu.launch(rs.gemm_rs_kernel, (W * local_tiles,), a, b, recv, sig, out, me, W, ctx.pe0, ctx.pes, M, N,
+                           K, *strides(a), *strides(b), *strides(out), RED_M=8, **cfg)
 
         protocol(ctx, sig, launch, poison=(recv,))
         rows = slice(me * ml, (me + 1) * ml)

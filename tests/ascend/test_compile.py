@@ -138,8 +138,8 @@ EXPECTED_CALLS = {
     "allreduce_two_shot": _BASE | {"aclshmem_signal_wait_until"},
     "allreduce_ring": _BASE | {"aclshmem_wait_int64", "aclshmem_consume_token_half_ptr"},
     "ag_gemm": {"aclshmem_wait_int64", "aclshmem_consume_token_half_ptr"},
-    "gemm_rs": {"aclshmem_fence", "aclshmem_int64_p", "aclshmem_ptr_float"},
-    "rs_reduce": {"aclshmem_wait_int64", "aclshmem_consume_token_float_ptr"},
+    "gemm_rs": {"aclshmem_fence", "aclshmem_int64_p", "aclshmem_ptr_float", "aclshmem_wait_int64",
+                "aclshmem_consume_token_float_ptr"},
 }
 
 

@@ -43,8 +43,6 @@ def test_all_ranks_together_fill_at_most_half_the_gpu(world):
     assert world * ops.a2a_grid(nsm) / per4 <= H200_SMS / 2
     assert world * ops.dispatch_grid(nsm) / per4 <= H200_SMS / 2
     assert world * ops.allreduce_grid(nsm) / per4 <= H200_SMS / 2
-    # GEMM + RS's reduce grid runs beside a GEMM that never waits: a small share, not half
-    assert world * ops.rs_reduce_grid(nsm) / per4 <= H200_SMS / 8
 
 
 def test_ag_gemm_grid_leaves_sms_free():
@@ -95,14 +93,11 @@ def test_shared_memory_never_limits_residency(bitcode, monkeypatch, dtype, elem,
         cst = dict(cst)
         if name in tdist_kernels.OWN_GRID_RULE:
             continue  # not sized by resident_grid (see OWN_GRID_RULE)
-        if name == "rs_reduce":
-            nw, ns = 4, 3
-        else:
-            nw, ns = ops.A2A_WARPS, 3
-            if "BLOCK_S" in cst:
-                cst["BLOCK_S"], cst["BLOCK_D"] = bs, bd
-            if "VEC_BLOCK" in cst and name.startswith("reverse"):
-                cst["VEC_BLOCK"] = 2048
+        nw, ns = ops.A2A_WARPS, 3
+        if "BLOCK_S" in cst:
+            cst["BLOCK_S"], cst["BLOCK_D"] = bs, bd
+        if "VEC_BLOCK" in cst and name.startswith("reverse"):
+            cst["VEC_BLOCK"] = 2048
         k = _compile(fn, sig, cst, nw, ns)
         smem = k.metadata.shared
         assert c.programs_per_sm(nw, smem) >= c.programs_per_sm(nw) >= 1, (name, smem)
