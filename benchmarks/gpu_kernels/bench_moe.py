@@ -52,7 +52,7 @@ def routing(kind, me, T, K, E, seed):
 
 def moe_calls(buf, x, idx, w):
     """(dispatch, combine, check, state) over one buffer, for the diagnostics built on this file
-    (eager_moe.py, sweep_moe_ll.py): ``dispatch`` leaves its result in ``state["r"]``, ``combine`` (of
+    (eager_moe.py, sweep_moe.py): ``dispatch`` leaves its result in ``state["r"]``, ``combine`` (of
     the rows of the first dispatch, made here, whose status is checked) in ``state["o"]``, and
     ``check()`` says whether ``state["o"]`` is the identity experts' result, (sum_k w) x, within
     the stated bound."""

@@ -725,13 +725,13 @@ def compile_cases(dtype="fp16"):
            "credit_ptr": "*i64", "seq_ptr": "*i64", "out_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
            "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i, "L": i, "E": i, "max_tokens": i, "chunk": i,
                "nbuf": i, "S": i},
-          {"BLOCK_C": 32, "BLOCK_H": 256, "BLOCK_K": 8})
+          {"BLOCK_C": ht_tile_rows(256, False)[0], "BLOCK_H": 256, "BLOCK_K": 8})  # a 256-token chunk's tiles
     htc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "plan_ptr": "*i32", "send_list_ptr": "*i32",
             "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64", "acc_ptr": "*fp32",
             "out_ptr": p, "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i, "E": i, "T": i, "max_tokens": i,
                 "chunk": i,
             "nbuf": i, "S": i},
-           {"BLOCK_C": 32, "BLOCK_H": 256, "BLOCK_K": 8})
+           {"BLOCK_C": ht_tile_rows(256, False)[1], "BLOCK_H": 256, "BLOCK_K": 8})
     lld = ({"x_ptr": p, "idx_ptr": "*i32", "w_ptr": "*fp32", "T": i, "T_real": i, "area_ptr": p, "meta_j_ptr": "*i32",
             "meta_pos_ptr": "*i32", "meta_w_ptr": "*fp32", "hdr_ptr": "*i32", "flag_ptr": "*i64", "ctl_ptr": "*i64",
             "out_ptr": p, "counts_ptr": "*i32", "spos_ptr": "*i32", "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
@@ -820,6 +820,17 @@ def ht_slices(hidden, dispatch_words, dispatch_block, resident):
     return max(1, min(32, tiles, resident))
 
 
+def ht_tile_rows(chunk, fp8):
+    """(dispatch, combine) rows per tile of the high-throughput kernels: a chunk moves in tiles, so a
+    larger chunk (fewer credit round trips) does not grow the programs' register tiles. The sizes
+    are the largest whose sm_90 builds keep the tile loops out of local memory (4 warps; ptxas,
+    benchmarks/NOTES.md "The high-throughput MoE tiles and the register spills"): at 64 rows the
+    bf16 dispatch spilled 1.7 KB a thread and the combine 4 KB (fp32 combine 12.5 KB), at 32 rows the
+    dispatch none and the combine 0.1 KB. The packed fp8 rows (64-word tiles) keep 64 rows, where
+    they spill 0.1 KB. Above 64 rows (one tile per 256-token chunk) the combine ran 15-23x slower."""
+    return min(64 if fp8 else 32, pow2(chunk)), min(32, pow2(chunk))
+
+
 def buffer_for(num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", **options):
     """The ``MoeBuffer`` of this configuration, made at its first use and kept in the resources
     (``ops.release()`` frees it)."""
@@ -883,6 +894,10 @@ class MoeBuffer:
             # senders and receivers (2 S programs) wait on each other: all must be co-resident
             self.S = slices or ht_slices(hidden, self.d_hidden, self._dispatch_block_h(),
                                          resident_grid(RESOURCES.sm_budget(), 4) // 2)
+            # launch shape: tile rows of the dispatch and the combine; _tune overrides them
+            # (benchmarks/gpu_kernels/sweep_moe.py)
+            shape = dict(zip(("d_rows", "c_rows"), ht_tile_rows(self.chunk, self.fp8)))
+            shape.update(_tune or {})
             if self.nbuf < 2 or self.chunk < 1 or self.S < 1:
                 raise KernelArgError(f"{what}: buffer_num >= 2, chunk_tokens >= 1 and slices >= 1 are required")
             self.recv_rows = self.max_recv_rows
@@ -900,11 +915,10 @@ class MoeBuffer:
                 raise KernelArgError(f"{what}: low_latency holds all tokens of a rank in one tile: max_tokens "
                                      f"({max_tokens}) must be <= 1024 (use high_throughput above that)")
             # launch shapes: tile rows / columns and warps of the dispatch (d_*) and the combine (c_*);
-            # _tune overrides them, and may add d_grid / c_grid (benchmarks/gpu_kernels/sweep_moe_ll.py)
+            # _tune overrides them, and may add d_grid / c_grid (benchmarks/gpu_kernels/sweep_moe.py)
             shape = {"d_rows": min(32, pow2(max_tokens)), "d_cols": min(256, pow2(self.d_hidden)), "d_warps": 4,
                      "c_cols": min(128, pow2(hidden)), "c_warps": 8}
             shape.update(_tune or {})
-            self.ll_shape = shape
             # combine: W * S programs (home rank, column slice), co-resident
             self.S = slices or max(1, min(32, cdiv(hidden, 256),
                                           resident_grid(RESOURCES.sm_budget(), shape["c_warps"]) // W))
@@ -922,6 +936,7 @@ class MoeBuffer:
                      ([n_area * topk], torch.float32), ([2 * W * self.HDR], torch.int32),
                      ([2 * W * self.S_d * SIG_ELEMS], torch.int64), ([n_area * hidden], dtype),
                      ([2 * W * self.S * SIG_ELEMS], torch.int64)]
+        self.shape = shape  # the launch shape of this mode's kernels (the keys above)
         if torch.cuda.is_current_stream_capturing():
             raise KernelArgError(f"{what}: a buffer is made (collectively, with a synchronisation) outside CUDA-graph "
                                  "capture: make it, or call the op once, eagerly first")
@@ -958,19 +973,12 @@ class MoeBuffer:
         moe_counts_kernel[(1,)](row, cnt, flag, self.ctl, plan, counts, self.me, W, *self.pemap, E, L, self.R,
                                 self.max_recv_rows, self.chunk, BLOCK_R=pow2(self.R), BLOCK_E=pow2(E),
                                 BLOCK_W=pow2(W))
-        moe_ht_dispatch_kernel[(2 * self.S,)](
+        self.kernels["ht_dispatch"] = moe_ht_dispatch_kernel[(2 * self.S,)](
             x, idx, w, pos, send_list, plan, ring, ring_rows, ring_w, ready, credit, self.seq, recv_x, h_rows, h_w,
             self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.chunk, self.nbuf, self.S,
-            BLOCK_C=self._tile_rows(), BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k)
+            BLOCK_C=self.shape["d_rows"], BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k)
         h = MoeHandle(self, T, idx, w, plan, plan=plan, send_list=send_list, spos=spos, h_rows=h_rows, h_w=h_w)
         return recv_x, counts, h
-
-    def _tile_rows(self):
-        """Rows per tile of the high-throughput kernels: a chunk moves in tiles of at most 64 rows, so
-        a larger chunk (fewer credit round trips) does not grow the programs' register tiles (the
-        combine's fp32 accumulator is tile rows x 256 columns): above 64 tokens a chunk in one tile
-        made combine 15-23x slower (benchmarks/NOTES.md)."""
-        return min(64, pow2(self.chunk))
 
     def _dispatch_block_h(self):
         """Columns per tile of the high-throughput dispatch. Each slice owns whole tiles, so with the
@@ -985,11 +993,11 @@ class MoeBuffer:
         T, H = h.num_tokens, self.hidden
         acc = torch.zeros((max(T, 1), H), dtype=torch.float32, device=y.device)
         out = torch.empty((T, H), dtype=self.dtype, device=y.device)
-        moe_ht_combine_kernel[(2 * self.S,)](
+        self.kernels["ht_combine"] = moe_ht_combine_kernel[(2 * self.S,)](
             y, h.h_rows, h_w, h.plan, h.send_list, cring, cready, ccredit, self.seq[2 * self.S * self.W:], acc, out,
             self.me, self.W, *self.pemap, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk, self.nbuf,
             self.S,
-            BLOCK_C=self._tile_rows(), BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k)
+            BLOCK_C=self.shape["c_rows"], BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k)
         return out
 
     # ---- low latency ----
@@ -1006,7 +1014,7 @@ class MoeBuffer:
         n_recv = torch.empty(W, dtype=torch.int32, device=dev)
         status = torch.zeros(8, dtype=torch.int32, device=dev)
         # the W * S_d senders, then every program expands (source, tokens, columns): all co-resident
-        shape = self.ll_shape
+        shape = self.shape
         self._ll_launch(
             "ll_dispatch", moe_ll_dispatch_kernel, self.grid_d, (T, T_real), (x, idx, w, recv_x),
             (x, idx, w, T, T_real, area, meta_j, meta_pos, meta_w, hdr, flag, self.ctl, recv_x, counts, spos,
@@ -1022,7 +1030,7 @@ class MoeBuffer:
         area, flag = self.sym[6], self.sym[7]
         T, H = h.num_tokens, self.hidden
         out = torch.empty((T, H), dtype=self.dtype, device=y.device)
-        shape = self.ll_shape
+        shape = self.shape
         self._ll_launch(
             "ll_combine", moe_ll_combine_kernel, self.grid_c, (T,), (y, h.h_rows, h_w, h.n_recv, h.spos, out),
             (y, h.h_rows, h_w, h.n_recv, h.spos, T, area, flag, self.ctl[2 * SIG_ELEMS:], out,

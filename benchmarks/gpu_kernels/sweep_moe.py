@@ -1,9 +1,11 @@
-"""Launch shapes of the low-latency MoE kernels, swept (diagnostic for the MoE tuning work).
+"""Launch shapes of the MoE kernels, swept (diagnostic for the MoE tuning work).
 
-    tools/tdist-run -n 2 -- python3 benchmarks/gpu_kernels/sweep_moe_ll.py [--rounds 3] [--shape 7168x8x256]
+    tools/tdist-run -n 2 -- python3 benchmarks/gpu_kernels/sweep_moe.py [--rounds 3] [--shape 7168x8x256]
+    tools/tdist-run -n 2 -- python3 benchmarks/gpu_kernels/sweep_moe.py --mode high_throughput --tokens 4096
 
-For each variant (``MoeBuffer(..., _tune=...)``: tile rows / columns, warps and grid of the dispatch
-and the combine), one buffer, one checked round (combine(dispatch(x)) = (sum_k w) x within the
+For each variant (``MoeBuffer(..., _tune=...)``, the keys of ``MoeBuffer.shape``: low latency, tile
+rows / columns, warps and grid of the dispatch and the combine; high throughput, the two kernels'
+tile rows), one buffer, one checked round (combine(dispatch(x)) = (sum_k w) x within the
 stated bound, identity experts), then the dispatch alone and the combine alone timed as CUDA-graph
 replays (``bench.timed``, median of ``--reps``). The variants run in turn in every round, so that
 drifts of the machine fall on all of them; rank 0 prints each variant's median and range over the
@@ -26,8 +28,11 @@ from tdist_kernels._common import RESIDENT_FILL, programs_per_sm, resident_grid 
 from tdist_kernels._resources import RESOURCES  # noqa: E402
 
 
-def variants(regs):
+def variants(mode, regs):
     """(name, tune) pairs; ``regs``: (dispatch, combine) registers per thread of the default build."""
+    if mode == "high_throughput":
+        return [("default", {})] + [(f"d_rows={d},c_rows={c}", {"d_rows": d, "c_rows": c})
+                                    for d, c in ((64, 64), (16, 16), (32, 16), (64, 32))]
     sms = RESOURCES.sm_budget()
     d_fit, c_fit = (int(sms * programs_per_sm(4, regs_per_thread=r) * RESIDENT_FILL) for r in regs)
     base = resident_grid(sms, 4)
@@ -44,8 +49,8 @@ def variants(regs):
     return out
 
 
-def one(me, W, tune, H, K, E, T, reps, seed):
-    buf = _moe.MoeBuffer(E, H, K, T, torch.bfloat16, mode="low_latency", _tune=tune)
+def one(me, W, mode, tune, H, K, E, T, reps, seed):
+    buf = _moe.MoeBuffer(E, H, K, T, torch.bfloat16, mode=mode, _tune=tune)
     x = torch.randn(T, H, device="cuda").to(torch.bfloat16)
     idx, w = routing("random", me, T, K, E, seed)
     d, c, check, st = moe_calls(buf, x, idx, w)
@@ -55,7 +60,7 @@ def one(me, W, tune, H, K, E, T, reps, seed):
     t_d = bench.timed(d, reps)
     t_c = bench.timed(c, reps)
     ks = {n: (getattr(k, "n_regs", -1), getattr(k, "n_spills", -1)) for n, k in buf.kernels.items()}
-    grids = (buf.grid_d, buf.S_d, buf.grid_c, buf.S)
+    grids = (buf.grid_d, buf.S_d, buf.grid_c, buf.S) if mode == "low_latency" else (2 * buf.S, buf.shape)
     st.clear()
     torch.cuda.synchronize()
     ops.release()
@@ -65,20 +70,22 @@ def one(me, W, tune, H, K, E, T, reps, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="7168x8x256", help="HIDDENxTOPKxEXPERTS")
+    ap.add_argument("--mode", default="low_latency", choices=_moe.MODES)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=10)
     a = ap.parse_args()
     me, W, _ = bench.start(4 << 30, True, 1, nccl=False)
     H, K, E = (int(v) for v in a.shape.split("x"))
-    ok, _, _, ks, _ = one(me, W, {}, H, K, E, a.tokens, 2, bench.SEED[0])
-    regs = (ks["ll_dispatch"][0], ks["ll_combine"][0])
-    todo = variants(regs)
+    ok, _, _, ks, _ = one(me, W, a.mode, {}, H, K, E, a.tokens, 2, bench.SEED[0])
+    kind = "ll" if a.mode == "low_latency" else "ht"
+    regs = (ks[f"{kind}_dispatch"][0], ks[f"{kind}_combine"][0])
+    todo = variants(a.mode, regs)
     res = {name: ([], [], None, None) for name, _ in todo}
     bad = 0 if ok else 1
     for rnd in range(a.rounds):
         for name, tune in todo:
-            ok, td, tc, ks, grids = one(me, W, tune, H, K, E, a.tokens, a.reps, bench.SEED[0] + rnd)
+            ok, td, tc, ks, grids = one(me, W, a.mode, tune, H, K, E, a.tokens, a.reps, bench.SEED[0] + rnd)
             bad += 0 if ok else 1
             res[name][0].append(td)
             res[name][1].append(tc)
@@ -87,11 +94,11 @@ def main():
                 print(f"round {rnd} {name:22s} dispatch {td:7.1f} us combine {tc:7.1f} us {'ok' if ok else 'FAIL'}",
                       flush=True)
     if me == 0:
-        print(f"shape {a.shape}, {a.tokens} tokens per rank, {W} ranks; graph replays, us: median [min-max] "
+        print(f"{a.mode}, shape {a.shape}, {a.tokens} tokens per rank, {W} ranks; graph replays, us: median [min-max] "
               f"over {a.rounds} rounds")
         for name, (tds, tcs, ks, grids) in res.items():
             print(f"{name:22s} dispatch {statistics.median(tds):7.1f} [{min(tds):.1f}-{max(tds):.1f}]  combine "
-                  f"{statistics.median(tcs):7.1f} [{min(tcs):.1f}-{max(tcs):.1f}]  grid_d/S_d/grid_c/S {grids} "
+                  f"{statistics.median(tcs):7.1f} [{min(tcs):.1f}-{max(tcs):.1f}]  grids {grids} "
                   f"regs/spills {ks}", flush=True)
         print(f"checks failed: {bad}", flush=True)
     sys.exit(1 if bad else 0)
