@@ -32,7 +32,7 @@ def variants(mode, regs):
     """(name, tune) pairs; ``regs``: (dispatch, combine) registers per thread of the default build."""
     if mode == "high_throughput":
         return [("default", {})] + [(f"d_rows={d},c_rows={c}", {"d_rows": d, "c_rows": c})
-                                    for d, c in ((64, 64), (16, 16), (32, 16), (64, 32))]
+                                    for d, c in ((64, 64), (32, 32), (32, 16), (64, 16))]  # (64, 64): before
     sms = RESOURCES.sm_budget()
     d_fit, c_fit = (int(sms * programs_per_sm(4, regs_per_thread=r) * RESIDENT_FILL) for r in regs)
     base = resident_grid(sms, 4)

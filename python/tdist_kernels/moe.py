@@ -713,6 +713,8 @@ def compile_cases(dtype="fp16"):
     """(name, jit function, signature, constexprs) of every MoE kernel, for ahead-of-time compiles."""
     p = f"*{dtype}"
     i = "i32"
+    es = 4 if dtype == "fp32" else 2
+    ht_rows = ht_tile_rows(256, 256, es, 256, es)  # the tiles of a 256-token chunk
     layout = ({"idx_ptr": "*i32", "pos_ptr": "*i32", "row_ptr": "*i32", "send_list_ptr": "*i32", "spos_ptr": "*i32",
                "T": i, "T_real": i, "E": i, "L": i, "K": i, "W": i, "max_tokens": i},
               {"BLOCK_T": 128, "BLOCK_K": 8})
@@ -725,13 +727,13 @@ def compile_cases(dtype="fp16"):
            "credit_ptr": "*i64", "seq_ptr": "*i64", "out_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
            "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i, "L": i, "E": i, "max_tokens": i, "chunk": i,
                "nbuf": i, "S": i},
-          {"BLOCK_C": ht_tile_rows(256, False)[0], "BLOCK_H": 256, "BLOCK_K": 8})  # a 256-token chunk's tiles
+          {"BLOCK_C": ht_rows[0], "BLOCK_H": 256, "BLOCK_K": 8})
     htc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "plan_ptr": "*i32", "send_list_ptr": "*i32",
             "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64", "acc_ptr": "*fp32",
             "out_ptr": p, "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i, "E": i, "T": i, "max_tokens": i,
                 "chunk": i,
             "nbuf": i, "S": i},
-           {"BLOCK_C": ht_tile_rows(256, False)[1], "BLOCK_H": 256, "BLOCK_K": 8})
+           {"BLOCK_C": ht_rows[1], "BLOCK_H": 256, "BLOCK_K": 8})
     lld = ({"x_ptr": p, "idx_ptr": "*i32", "w_ptr": "*fp32", "T": i, "T_real": i, "area_ptr": p, "meta_j_ptr": "*i32",
             "meta_pos_ptr": "*i32", "meta_w_ptr": "*fp32", "hdr_ptr": "*i32", "flag_ptr": "*i64", "ctl_ptr": "*i64",
             "out_ptr": p, "counts_ptr": "*i32", "spos_ptr": "*i32", "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
@@ -820,15 +822,21 @@ def ht_slices(hidden, dispatch_words, dispatch_block, resident):
     return max(1, min(32, tiles, resident))
 
 
-def ht_tile_rows(chunk, fp8):
-    """(dispatch, combine) rows per tile of the high-throughput kernels: a chunk moves in tiles, so a
-    larger chunk (fewer credit round trips) does not grow the programs' register tiles. The sizes
-    are the largest whose sm_90 builds keep the tile loops out of local memory (4 warps; ptxas,
-    benchmarks/NOTES.md "The high-throughput MoE tiles and the register spills"): at 64 rows the
-    bf16 dispatch spilled 1.7 KB a thread and the combine 4 KB (fp32 combine 12.5 KB), at 32 rows the
-    dispatch none and the combine 0.1 KB. The packed fp8 rows (64-word tiles) keep 64 rows, where
-    they spill 0.1 KB. Above 64 rows (one tile per 256-token chunk) the combine ran 15-23x slower."""
-    return min(64 if fp8 else 32, pow2(chunk)), min(32, pow2(chunk))
+def ht_tile_rows(chunk, d_block_h, d_elem, c_block_h, c_elem):
+    """(dispatch, combine) rows per tile of the high-throughput kernels (4 warps), at most a chunk: a
+    chunk moves in tiles, so a larger chunk (fewer credit round trips) does not grow the programs'
+    register tiles. The dispatch's tile (``d_block_h`` words of ``d_elem`` bytes) up to 32 KiB; the
+    combine's, which holds an fp32 sum beside each loaded tile of ``c_elem``-byte elements, up to
+    48 KiB; both at most 64 rows. Past that the sm_90 builds spill their tile loops to local memory
+    (ptxas, aligned operands, benchmarks/NOTES.md "The high-throughput MoE tiles and the register
+    spills"): at 64 rows the bf16 combine spilled 0.9 KB a thread, the fp32 one 2.7 KB and the fp32
+    dispatch 0.7 KB; the rows chosen spill none. Above 64 rows the combine ran 15-23x slower."""
+    def rows(budget):
+        r = 64
+        while r > 1 and r * budget[0] > budget[1]:
+            r //= 2
+        return min(r, pow2(chunk))
+    return rows((d_block_h * d_elem, 32 << 10)), rows((c_block_h * (4 + c_elem), 48 << 10))
 
 
 def buffer_for(num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", **options):
@@ -896,7 +904,9 @@ class MoeBuffer:
                                          resident_grid(RESOURCES.sm_budget(), 4) // 2)
             # launch shape: tile rows of the dispatch and the combine; _tune overrides them
             # (benchmarks/gpu_kernels/sweep_moe.py)
-            shape = dict(zip(("d_rows", "c_rows"), ht_tile_rows(self.chunk, self.fp8)))
+            shape = dict(zip(("d_rows", "c_rows"), ht_tile_rows(self.chunk, self._dispatch_block_h(), es,
+                                                                 min(256, pow2(hidden)),
+                                                                 torch.empty((), dtype=dtype).element_size())))
             shape.update(_tune or {})
             if self.nbuf < 2 or self.chunk < 1 or self.S < 1:
                 raise KernelArgError(f"{what}: buffer_num >= 2, chunk_tokens >= 1 and slices >= 1 are required")

@@ -30,7 +30,7 @@ SIG = 8
 STALL_REPORT_S = 240
 REPEAT = 60
 # rows per tile of the high-throughput kernels: 2 with chunks of 3, so a chunk moves in two tiles
-# (one partly masked), as chunks above 32 tokens do on the GPU (moe.ht_tile_rows)
+# (one partly masked), as chunks larger than a tile do on the GPU (moe.ht_tile_rows)
 TILE_ROWS = 2
 
 
