@@ -12,6 +12,7 @@ from triton.compiler import ASTSource  # noqa: E402
 
 import tdist_kernels  # noqa: E402
 import tdist_kernels._common  # noqa: E402
+from ptxas_info import spill_stores  # noqa: E402
 
 
 def _bitcode():
@@ -51,6 +52,9 @@ def test_kernel_compiles_for_sm90(bitcode, monkeypatch, dtype, name):
     # every dl.* call was resolved by the linked bitcode: no call into tdist is left
     assert not re.search(r"call\.uni[^;]*tdist", ptx)
     assert "cubin" in k.asm and len(k.asm["cubin"]) > 0
+    # built as the launcher sees the operands (aligned), no kernel spills more than a few values (the
+    # largest, 164 bytes a thread, is the bulk all-to-all's): a tile in local memory fails here
+    assert spill_stores(ptx) <= 256, name
 
 
 def _ptx(bitcode, monkeypatch, name, dtype="bf16"):

@@ -9,6 +9,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 import tdist_kernels  # noqa: E402
+from ptxas_info import spill_stores  # noqa: E402
 from tdist_kernels import moe  # noqa: E402
 
 
@@ -82,24 +83,6 @@ def test_high_throughput_slices_take_one_tile_each():
     assert ht_slices(64, 64, 64, 64) == 1
 
 
-def _spill_stores(ptx):
-    """Bytes of spill stores per thread that ptxas (Triton's own) reports for ``ptx`` on sm_90a."""
-    import os
-    import subprocess
-    import tempfile
-    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
-    if not os.path.exists(ptxas):
-        pytest.skip("Triton's ptxas is not installed")
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
-        f.write(ptx)
-        f.flush()
-        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", f.name, "-o", os.devnull], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    m = re.findall(r"(\d+) bytes spill stores", r.stdout + r.stderr)
-    assert m, r.stdout + r.stderr
-    return max(int(v) for v in m)
-
-
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
 @pytest.mark.parametrize("name", ["moe_ht_dispatch", "moe_ht_combine"])
 def test_high_throughput_tiles_stay_out_of_local_memory(bitcode, monkeypatch, dtype, name):
@@ -107,4 +90,4 @@ def test_high_throughput_tiles_stay_out_of_local_memory(bitcode, monkeypatch, dt
     high-throughput kernels keep their tiles in registers (aligned operands, as at run time): at 64
     rows the bf16 combine spilled 0.9 KB a thread, the fp32 combine 2.7 KB and the fp32 dispatch
     0.7 KB; at the rows chosen none. The bound leaves room for a few values outside the tile loops."""
-    assert _spill_stores(_ptx(bitcode, monkeypatch, name, dtype)) <= 256
+    assert spill_stores(_ptx(bitcode, monkeypatch, name, dtype)) <= 256
