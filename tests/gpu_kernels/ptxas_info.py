@@ -5,14 +5,16 @@ import subprocess
 import tempfile
 
 import pytest
-import triton
 
 
 def spill_stores(ptx):
-    """Bytes of spill stores per thread that ptxas (Triton's own) reports for ``ptx`` on sm_90a."""
-    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
-    if not os.path.exists(ptxas):
-        pytest.skip("Triton's ptxas is not installed")
+    """Bytes of spill stores per thread that ptxas reports for ``ptx`` on sm_90a: the ptxas Triton
+    itself compiled the PTX for (its bundled one, or ``TRITON_PTXAS_PATH``), since the PTX version
+    follows that ptxas."""
+    from triton.backends.nvidia.compiler import get_ptxas
+    ptxas = get_ptxas(90).path
+    if not ptxas or not os.path.exists(ptxas):
+        pytest.skip("no ptxas for Triton's NVIDIA backend")
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
         f.write(ptx)
         f.flush()
