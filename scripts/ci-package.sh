@@ -105,6 +105,6 @@ t2=$(date +%s)
 
 echo "== Python and compile tests, Triton $NEWEST_TRITON"
 "$T/venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests/python
-"$T/venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests/gpu_kernels/test_compile.py
+"$T/venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests/gpu_kernels/test_compile.py tests/gpu_kernels/test_moe_compile.py
 t3=$(date +%s)
 echo "ci-package: CMake package $((t1 - t0)) s, wheel $((t2 - t1)) s, tests under Triton $NEWEST_TRITON $((t3 - t2)) s"

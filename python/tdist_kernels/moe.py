@@ -710,18 +710,19 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
 
 
 def compile_cases(dtype="fp16"):
-    """(name, jit function, signature, constexprs) of every MoE kernel, for ahead-of-time compiles."""
+    """(name, jit function, signature, constexprs) of every MoE kernel, for ahead-of-time compiles.
+    Every constexpr is given, defaults too: Triton 3.9's ahead-of-time compile does not fill them."""
     p = f"*{dtype}"
     i = "i32"
     es = 4 if dtype == "fp32" else 2
     ht_rows = ht_tile_rows(256, 256, es, 256, es)  # the tiles of a 256-token chunk
     layout = ({"idx_ptr": "*i32", "pos_ptr": "*i32", "row_ptr": "*i32", "send_list_ptr": "*i32", "spos_ptr": "*i32",
                "T": i, "T_real": i, "E": i, "L": i, "K": i, "W": i, "max_tokens": i},
-              {"BLOCK_T": 128, "BLOCK_K": 8})
+              {"BLOCK_T": 128, "BLOCK_K": 8, "SCAN_QUAD": False})
     counts = ({"row_ptr": "*i32", "cnt_ptr": "*i32", "flag_ptr": "*i64", "ctl_ptr": "*i64", "plan_ptr": "*i32",
                "counts_out_ptr": "*i32", "rank": i, "world": i, "pe0": i, "pes": i, "E": i, "L": i, "R": i,
                    "max_recv": i, "chunk": i},
-              {"BLOCK_R": 512, "BLOCK_E": 256, "BLOCK_W": 8})
+              {"BLOCK_R": 512, "BLOCK_E": 256, "BLOCK_W": 8, "SCAN_QUAD": False})
     ht = ({"x_ptr": p, "idx_ptr": "*i32", "w_ptr": "*fp32", "pos_ptr": "*i32", "send_list_ptr": "*i32",
            "plan_ptr": "*i32", "ring_ptr": p, "ring_rows_ptr": "*i32", "ring_w_ptr": "*fp32", "ready_ptr": "*i64",
            "credit_ptr": "*i64", "seq_ptr": "*i64", "out_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
@@ -740,7 +741,7 @@ def compile_cases(dtype="fp16"):
             "n_recv_ptr": "*i32", "status_ptr": "*i32", "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i,
                 "L": i, "E": i,
             "max_tokens": i, "HDR": i, "S": i},
-           {"BLOCK_T": 128, "BLOCK_R": 32, "BLOCK_H": 256, "BLOCK_K": 8, "BLOCK_L": 128})
+           {"BLOCK_T": 128, "BLOCK_R": 32, "BLOCK_H": 256, "BLOCK_K": 8, "BLOCK_L": 128, "SCAN_QUAD": False})
     llc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "n_recv_ptr": "*i32", "spos_ptr": "*i32", "T": i,
             "area_ptr": p, "flag_ptr": "*i64", "ctl_ptr": "*i64", "out_ptr": p, "rank": i, "world": i, "pe0": i,
                 "pes": i, "H": i,
