@@ -832,12 +832,12 @@ def ht_tile_rows(chunk, d_block_h, d_elem, c_block_h, c_elem):
     (ptxas, aligned operands, benchmarks/NOTES.md "The high-throughput MoE tiles and the register
     spills"): at 64 rows the bf16 combine spilled 0.9 KB a thread, the fp32 one 2.7 KB and the fp32
     dispatch 0.7 KB; the rows chosen spill none. Above 64 rows the combine ran 15-23x slower."""
-    def rows(budget):
+    def rows(row_bytes, cap):
         r = 64
-        while r > 1 and r * budget[0] > budget[1]:
+        while r > 1 and r * row_bytes > cap:
             r //= 2
         return min(r, pow2(chunk))
-    return rows((d_block_h * d_elem, 32 << 10)), rows((c_block_h * (4 + c_elem), 48 << 10))
+    return rows(d_block_h * d_elem, 32 << 10), rows(c_block_h * (4 + c_elem), 48 << 10)
 
 
 def buffer_for(num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", **options):
@@ -906,7 +906,7 @@ class MoeBuffer:
             # launch shape: tile rows of the dispatch and the combine; _tune overrides them
             # (benchmarks/gpu_kernels/sweep_moe.py)
             shape = dict(zip(("d_rows", "c_rows"), ht_tile_rows(self.chunk, self._dispatch_block_h(), es,
-                                                                 min(256, pow2(hidden)),
+                                                                 self._combine_block_h(),
                                                                  torch.empty((), dtype=dtype).element_size())))
             shape.update(_tune or {})
             if self.nbuf < 2 or self.chunk < 1 or self.S < 1:
@@ -998,6 +998,10 @@ class MoeBuffer:
         with 64-word tiles the slices are as many as the tiles (29 at that shape, see ``S``)."""
         return 64 if self.fp8 else min(256, pow2(self.d_hidden))
 
+    def _combine_block_h(self):
+        """Columns per tile of the high-throughput combine (its slices' tiles and ``ht_tile_rows``)."""
+        return min(256, pow2(self.hidden))
+
     def _ht_combine(self, y, h, h_w):
         torch = self.torch
         cring, cready, ccredit = self.sym[7:10]
@@ -1008,7 +1012,7 @@ class MoeBuffer:
             y, h.h_rows, h_w, h.plan, h.send_list, cring, cready, ccredit, self.seq[2 * self.S * self.W:], acc, out,
             self.me, self.W, *self.pemap, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk, self.nbuf,
             self.S,
-            BLOCK_C=self.shape["c_rows"], BLOCK_H=min(256, pow2(H)), BLOCK_K=self.block_k)
+            BLOCK_C=self.shape["c_rows"], BLOCK_H=self._combine_block_h(), BLOCK_K=self.block_k)
         return out
 
     # ---- low latency ----
