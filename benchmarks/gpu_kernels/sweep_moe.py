@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
-from bench import ops, torch  # noqa: E402
+from bench import ash, ops, torch  # noqa: E402
 from bench_moe import moe_calls, routing  # noqa: E402
 
 from tdist_kernels import moe as _moe  # noqa: E402
@@ -49,8 +49,26 @@ def variants(mode, regs):
     return out
 
 
-def one(me, W, mode, tune, H, K, E, T, reps, seed):
-    buf = _moe.MoeBuffer(E, H, K, T, torch.bfloat16, mode=mode, _tune=tune)
+BUFFER_KEYS = ("chunk_tokens", "buffer_num", "slices")  # variant keys that are MoeBuffer arguments, not _tune
+
+
+def parse_variant(text):
+    """'d_rows=32,chunk_tokens=128' -> {'d_rows': 32, 'chunk_tokens': 128}; 'default' -> {}."""
+    out = {}
+    for item in filter(None, text.split(",")):
+        if item == "default":
+            continue
+        k, _, v = item.partition("=")
+        if not v:
+            raise SystemExit(f"sweep_moe: variant item {item!r} is not key=value")
+        out[k.strip()] = int(v)
+    return out
+
+
+def one(me, W, mode, tune, H, K, E, T, reps, seed, profile=0):
+    opts = {k: v for k, v in tune.items() if k in BUFFER_KEYS}
+    tune = {k: v for k, v in tune.items() if k not in BUFFER_KEYS}
+    buf = _moe.MoeBuffer(E, H, K, T, torch.bfloat16, mode=mode, _tune=tune, **opts)
     x = torch.randn(T, H, device="cuda").to(torch.bfloat16)
     idx, w = routing("random", me, T, K, E, seed)
     d, c, check, st = moe_calls(buf, x, idx, w)
@@ -59,12 +77,37 @@ def one(me, W, mode, tune, H, K, E, T, reps, seed):
     ok = check()
     t_d = bench.timed(d, reps)
     t_c = bench.timed(c, reps)
+    if profile:
+        kernel_times(me, d, c, profile)
     ks = {n: (getattr(k, "n_regs", -1), getattr(k, "n_spills", -1)) for n, k in buf.kernels.items()}
     grids = (buf.grid_d, buf.S_d, buf.grid_c, buf.S) if mode == "low_latency" else (2 * buf.S, buf.shape)
     st.clear()
     torch.cuda.synchronize()
     ops.release()
     return ok, t_d * 1e6, t_c * 1e6, ks, grids
+
+
+def kernel_times(me, d, c, calls):
+    """Device time of each kernel of ``calls`` dispatches and combines (torch.profiler, CUPTI), printed
+    by every rank: which launch of a call holds its time."""
+    from torch.profiler import ProfilerActivity, profile
+    ash.barrier_all_on_stream()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            d()
+        for _ in range(calls):
+            c()
+        torch.cuda.synchronize()
+    rows = []
+    for ev in prof.key_averages():
+        dev_us = getattr(ev, "device_time_total", None)
+        if dev_us is None:
+            dev_us = ev.cuda_time_total
+        if dev_us > 0:
+            rows.append((dev_us / calls, ev.count, ev.key))
+    for us, n, name in sorted(rows, reverse=True)[:12]:
+        print(f"[profile rank {me}] {us:9.1f} us per call  x{n // calls:<3d} {name[:90]}", flush=True)
 
 
 def main():
@@ -74,13 +117,16 @@ def main():
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--variants", default="", help="instead of the built-in list: ';'-separated variants, each "
+                    "','-separated key=value of MoeBuffer.shape or of " + "/".join(BUFFER_KEYS) + " ('default': none)")
+    ap.add_argument("--profile", type=int, default=0, help="also profile this many calls of the default variant")
     a = ap.parse_args()
     me, W, _ = bench.start(4 << 30, True, 1, nccl=False)
     H, K, E = (int(v) for v in a.shape.split("x"))
-    ok, _, _, ks, _ = one(me, W, a.mode, {}, H, K, E, a.tokens, 2, bench.SEED[0])
+    ok, _, _, ks, _ = one(me, W, a.mode, {}, H, K, E, a.tokens, 2, bench.SEED[0], a.profile)
     kind = "ll" if a.mode == "low_latency" else "ht"
     regs = (ks[f"{kind}_dispatch"][0], ks[f"{kind}_combine"][0])
-    todo = variants(a.mode, regs)
+    todo = variants(a.mode, regs) if not a.variants else [(v, parse_variant(v)) for v in a.variants.split(";")]
     res = {name: ([], [], None, None) for name, _ in todo}
     bad = 0 if ok else 1
     for rnd in range(a.rounds):

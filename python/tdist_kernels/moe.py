@@ -333,10 +333,15 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                         slot = (rank * nbuf + g % nbuf) * chunk
                         cnt = tl.minimum(chunk, n - c * chunk)
                         dst = dl.symm_at(ring_ptr, team_pe(p, pe0, pes))
-                        for r0 in range(0, cnt, BLOCK_C):  # the chunk in tiles of BLOCK_C rows
+                        lst = send_list_ptr + p * max_tokens + c * chunk
+                        # the chunk in tiles of BLOCK_C rows; each tile's token ids are loaded one tile
+                        # ahead, so that their load is not a second wait before the rows' gather
+                        toks_next = tl.load(lst + offs_c, mask=offs_c < cnt, other=0)
+                        for r0 in range(0, cnt, BLOCK_C):
                             oc = r0 + offs_c
                             cm = oc < cnt
-                            toks = tl.load(send_list_ptr + p * max_tokens + c * chunk + oc, mask=cm, other=0)
+                            toks = toks_next
+                            toks_next = tl.load(lst + BLOCK_C + oc, mask=(oc + BLOCK_C) < cnt, other=0)
                             for h0 in range(c0, c1, BLOCK_H):
                                 hm = (h0 + offs_h) < c1
                                 m2 = cm[:, None] & hm[None, :]
@@ -346,9 +351,9 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
                                 mk = cm[:, None] & km[None, :]
                                 flat = toks[:, None].to(tl.int64) * K + offs_k[None, :]
                                 ex = tl.load(idx_ptr + flat, mask=mk, other=-1)
+                                ps = tl.load(pos_ptr + flat, mask=mk, other=0)  # beside ex, not after it
                                 here = (ex >= 0) & (ex // L == p)
                                 base = tl.load(plan_ptr + PLAN_HDR + tl.where(here, ex, 0), mask=mk & here, other=0)
-                                ps = tl.load(pos_ptr + flat, mask=mk & here, other=0)
                                 rows = tl.where(here, base + ps, -1)
                                 wt = tl.load(w_ptr + flat, mask=mk, other=0.0)
                                 moff = (slot + oc[:, None]).to(tl.int64) * K + offs_k[None, :]
@@ -396,17 +401,21 @@ def moe_ht_dispatch_kernel(x_ptr, idx_ptr, w_ptr, pos_ptr, send_list_ptr, plan_p
 
 
 @triton.jit
-def _pair_sum(y_ptr, rows, wts, live, h0, hm, offs_h, offs_k, H, K, BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr):
+def _pair_sum(y_ptr, h_rows_ptr, h_w_ptr, hrow, live, h0, hm, offs_h, H, K,
+              BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
     """fp32 (BLOCK_R, BLOCK_H): per received token (``live`` rows), the weighted sum over k ascending
-    of its pairs' rows of y (``rows`` / ``wts`` (BLOCK_R, BLOCK_K), -1: no pair here), columns
-    h0 + offs_h where ``hm``. Both combines' expert side."""
+    of its pairs' rows of y, columns h0 + offs_h where ``hm``; ``hrow`` (BLOCK_R,) int64 is each
+    token's first entry in the handle's ``h_rows`` / ``h_w`` (row of y or -1: no pair here; weight).
+    Both combines' expert side. The k loop is unrolled and each k's row index is loaded on its own,
+    so the K row loads of a tile are independent of each other and in flight together (a loop over
+    a runtime K waited for each load in turn); the sum keeps k's order."""
     acc = tl.zeros([BLOCK_R, BLOCK_H], dtype=tl.float32)
-    for k in range(0, K):
-        rk = tl.sum(tl.where(offs_k[None, :] == k, rows, 0), axis=1)
-        wk = tl.sum(tl.where(offs_k[None, :] == k, wts, 0.0), axis=1)
-        m2 = (live & (rk >= 0))[:, None] & hm[None, :]
-        yrow = tl.maximum(rk, 0)[:, None].to(tl.int64) * H
-        yv = tl.load(y_ptr + yrow + h0 + offs_h[None, :], mask=m2, other=0.0)
+    for k in tl.static_range(BLOCK_K):
+        km = live & (k < K)
+        rk = tl.load(h_rows_ptr + hrow + k, mask=km, other=-1)
+        wk = tl.load(h_w_ptr + hrow + k, mask=km, other=0.0)
+        m2 = (rk >= 0)[:, None] & hm[None, :]
+        yv = tl.load(y_ptr + tl.maximum(rk, 0)[:, None].to(tl.int64) * H + h0 + offs_h[None, :], mask=m2, other=0.0)
         acc += wk[:, None] * yv.to(tl.float32)
     return acc
 
@@ -428,8 +437,6 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
     c1 = tl.minimum(H, c0 + cols)
     offs_c = tl.arange(0, BLOCK_C)
     offs_h = tl.arange(0, BLOCK_H)
-    offs_k = tl.arange(0, BLOCK_K)
-    km = offs_k < K
     maxc = tl.load(plan_ptr + 5)
     for c in range(0, maxc):
         for i in range(0, world):
@@ -447,12 +454,10 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                         oc = r0 + offs_c
                         cm = oc < cnt
                         tokn = tl.load(plan_ptr + PLAN_HDR + E + world + home) + c * chunk + oc
-                        hoff = tokn[:, None].to(tl.int64) * K + offs_k[None, :]
-                        rows = tl.load(h_rows_ptr + hoff, mask=cm[:, None] & km[None, :], other=-1)
-                        wts = tl.load(h_w_ptr + hoff, mask=cm[:, None] & km[None, :], other=0.0)
                         for h0 in range(c0, c1, BLOCK_H):
                             hm = (h0 + offs_h) < c1
-                            acc = _pair_sum(y_ptr, rows, wts, cm, h0, hm, offs_h, offs_k, H, K, BLOCK_C, BLOCK_H)
+                            acc = _pair_sum(y_ptr, h_rows_ptr, h_w_ptr, tokn.to(tl.int64) * K, cm, h0, hm, offs_h,
+                                            H, K, BLOCK_C, BLOCK_H, BLOCK_K)
                             tl.store(dst + (slot + oc[:, None]).to(tl.int64) * H + h0 + offs_h[None, :],
                                      acc.to(ring_ptr.dtype.element_ty), mask=cm[:, None] & hm[None, :])
                     _fence()
@@ -465,10 +470,13 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                     wait_ge(ready_ptr + (src * S + s) * SIG, g + 1)
                     slot = (src * nbuf + g % nbuf) * chunk
                     cnt = tl.minimum(chunk, n - c * chunk)
+                    lst = send_list_ptr + src * max_tokens + c * chunk
+                    toks_next = tl.load(lst + offs_c, mask=offs_c < cnt, other=0)  # one tile ahead
                     for r0 in range(0, cnt, BLOCK_C):
                         oc = r0 + offs_c
                         cm = oc < cnt
-                        toks = tl.load(send_list_ptr + src * max_tokens + c * chunk + oc, mask=cm, other=0)
+                        toks = toks_next
+                        toks_next = tl.load(lst + BLOCK_C + oc, mask=(oc + BLOCK_C) < cnt, other=0)
                         for h0 in range(c0, c1, BLOCK_H):
                             hm = (h0 + offs_h) < c1
                             m2 = cm[:, None] & hm[None, :]
@@ -668,22 +676,18 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
     e = tl.load(ctl_ptr) + 1
     par = e % 2
     offs_t = tl.arange(0, BLOCK_T)
-    offs_k = tl.arange(0, BLOCK_K)
     offs_h = tl.arange(0, BLOCK_H)
-    km = offs_k < K
     cols = tl.cdiv(tl.cdiv(H, S), BLOCK_H) * BLOCK_H  # slices in whole column blocks (aligned tiles)
     if pid < world * S:
         home = (rank + 1 + pid // S) % world
         s = pid % S
         n = tl.load(n_recv_ptr + home)
         rm = offs_t < n
-        hoff = (home * max_tokens + offs_t[:, None]).to(tl.int64) * K + offs_k[None, :]
-        rows = tl.load(h_rows_ptr + hoff, mask=rm[:, None] & km[None, :], other=-1)
-        wts = tl.load(h_w_ptr + hoff, mask=rm[:, None] & km[None, :], other=0.0)
+        hrow = (home * max_tokens + offs_t).to(tl.int64) * K
         dst = dl.symm_at(area_ptr, team_pe(home, pe0, pes))
         for h0 in range(s * cols, tl.minimum(H, s * cols + cols), BLOCK_H):
             hm = (h0 + offs_h) < tl.minimum(H, s * cols + cols)
-            acc = _pair_sum(y_ptr, rows, wts, rm, h0, hm, offs_h, offs_k, H, K, BLOCK_T, BLOCK_H)
+            acc = _pair_sum(y_ptr, h_rows_ptr, h_w_ptr, hrow, rm, h0, hm, offs_h, H, K, BLOCK_T, BLOCK_H, BLOCK_K)
             drow = ((par * world + rank) * max_tokens + offs_t[:, None]).to(tl.int64) * H
             tl.store(dst + drow + h0 + offs_h[None, :],
                      acc.to(area_ptr.dtype.element_ty), mask=rm[:, None] & hm[None, :])
@@ -710,8 +714,9 @@ def moe_ll_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, n_recv_ptr, spos_ptr, T,
 
 
 def compile_cases(dtype="fp16"):
-    """(name, jit function, signature, constexprs) of every MoE kernel, for ahead-of-time compiles.
-    Every constexpr is given, defaults too: Triton 3.9's ahead-of-time compile does not fill them."""
+    """(name, jit function, signature, constexprs, options) of every MoE kernel, for ahead-of-time
+    compiles, with the warps MoeBuffer launches them with. Every constexpr is given, defaults too:
+    Triton 3.9's ahead-of-time compile does not fill them."""
     p = f"*{dtype}"
     i = "i32"
     es = 4 if dtype == "fp32" else 2
@@ -746,16 +751,17 @@ def compile_cases(dtype="fp16"):
             "area_ptr": p, "flag_ptr": "*i64", "ctl_ptr": "*i64", "out_ptr": p, "rank": i, "world": i, "pe0": i,
                 "pes": i, "H": i,
             "K": i, "max_tokens": i, "S": i},
-           {"BLOCK_T": 128, "BLOCK_H": 64, "BLOCK_K": 8})
+           {"BLOCK_T": 128, "BLOCK_H": 256 // es, "BLOCK_K": 8})
     pack = ({"x_ptr": p, "codes_ptr": "*u8", "scales_ptr": "*fp32", "H": i, "row_bytes": i},
             {"BLOCKS": 8, "BLOCK": FP8_BLOCK})
-    return [("moe_fp8_pack", moe_fp8_pack_kernel, *pack),
-            ("moe_layout", moe_layout_kernel, *layout),
-            ("moe_counts", moe_counts_kernel, *counts),
-            ("moe_ht_dispatch", moe_ht_dispatch_kernel, *ht),
-            ("moe_ht_combine", moe_ht_combine_kernel, *htc),
-            ("moe_ll_dispatch", moe_ll_dispatch_kernel, *lld),
-            ("moe_ll_combine", moe_ll_combine_kernel, *llc)]
+    w4, w8 = {"num_warps": 4}, {"num_warps": 8}  # as MoeBuffer launches them
+    return [("moe_fp8_pack", moe_fp8_pack_kernel, *pack, w4),
+            ("moe_layout", moe_layout_kernel, *layout, w4),
+            ("moe_counts", moe_counts_kernel, *counts, w4),
+            ("moe_ht_dispatch", moe_ht_dispatch_kernel, *ht, w4),
+            ("moe_ht_combine", moe_ht_combine_kernel, *htc, w8),
+            ("moe_ll_dispatch", moe_ll_dispatch_kernel, *lld, w4),
+            ("moe_ll_combine", moe_ll_combine_kernel, *llc, w8)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -824,20 +830,22 @@ def ht_slices(hidden, dispatch_words, dispatch_block, resident):
 
 
 def ht_tile_rows(chunk, d_block_h, d_elem, c_block_h, c_elem):
-    """(dispatch, combine) rows per tile of the high-throughput kernels (4 warps), at most a chunk: a
-    chunk moves in tiles, so a larger chunk (fewer credit round trips) does not grow the programs'
-    register tiles. The dispatch's tile (``d_block_h`` words of ``d_elem`` bytes) up to 32 KiB; the
-    combine's, which holds an fp32 sum beside each loaded tile of ``c_elem``-byte elements, up to
-    48 KiB; both at most 64 rows. Past that the sm_90 builds spill their tile loops to local memory
-    (ptxas, aligned operands, benchmarks/NOTES.md "The high-throughput MoE tiles and the register
-    spills"): at 64 rows the bf16 combine spilled 0.9 KB a thread, the fp32 one 2.7 KB and the fp32
-    dispatch 0.7 KB; the rows chosen spill none. Above 64 rows the combine ran 15-23x slower."""
+    """(dispatch, combine) rows per tile of the high-throughput kernels (dispatch 4 warps, combine 8),
+    at most a chunk: a chunk moves in tiles, so a larger chunk (fewer credit round trips) does not
+    grow the programs' register tiles. The dispatch's tile (``d_block_h`` words of ``d_elem`` bytes)
+    up to 32 KiB; the combine's, which holds an fp32 sum beside each loaded tile of ``c_elem``-byte
+    elements, up to 64 KiB; both at most 64 rows. Past that the sm_90 builds spill their tile loops to
+    local memory (ptxas, aligned operands, benchmarks/NOTES.md "The high-throughput MoE tiles and the
+    register spills"): at 64 rows the 4-warp bf16 combine spilled 0.9 KB a thread and the fp32
+    dispatch 0.7 KB; the 8-warp combine with its K pair loads in flight (``_pair_sum``) spills 160
+    bytes at 64 bf16 rows and none at 32 (bf16 and fp32). Above 64 rows the combine ran 15-23x
+    slower."""
     def rows(row_bytes, cap):
         r = 64
         while r > 1 and r * row_bytes > cap:
             r //= 2
         return min(r, pow2(chunk))
-    return rows(d_block_h * d_elem, 32 << 10), rows(c_block_h * (4 + c_elem), 48 << 10)
+    return rows(d_block_h * d_elem, 32 << 10), rows(c_block_h * (4 + c_elem), 64 << 10)
 
 
 def buffer_for(num_experts, hidden, topk, max_tokens, dtype, mode="high_throughput", **options):
@@ -908,6 +916,9 @@ class MoeBuffer:
             shape = dict(zip(("d_rows", "c_rows"), ht_tile_rows(self.chunk, self._dispatch_block_h(), es,
                                                                  self._combine_block_h(),
                                                                  torch.empty((), dtype=dtype).element_size())))
+            # 8 warps for the combine: its unrolled pair loads (_pair_sum) hold K tiles at once, which
+            # spill at 4 warps (ptxas, aligned sm_90 builds)
+            shape.update(d_warps=4, c_warps=8)
             shape.update(_tune or {})
             if self.nbuf < 2 or self.chunk < 1 or self.S < 1:
                 raise KernelArgError(f"{what}: buffer_num >= 2, chunk_tokens >= 1 and slices >= 1 are required")
@@ -928,7 +939,7 @@ class MoeBuffer:
             # launch shapes: tile rows / columns and warps of the dispatch (d_*) and the combine (c_*);
             # _tune overrides them, and may add d_grid / c_grid (benchmarks/gpu_kernels/sweep_moe.py)
             shape = {"d_rows": min(32, pow2(max_tokens)), "d_cols": min(256, pow2(self.d_hidden)), "d_warps": 4,
-                     "c_cols": min(128, pow2(hidden)), "c_warps": 8}
+                     "c_cols": min(256 // torch.empty((), dtype=dtype).element_size(), pow2(hidden)), "c_warps": 8}
             shape.update(_tune or {})
             # combine: W * S programs (home rank, column slice), co-resident
             self.S = slices or max(1, min(32, cdiv(hidden, 256),
@@ -987,7 +998,8 @@ class MoeBuffer:
         self.kernels["ht_dispatch"] = moe_ht_dispatch_kernel[(2 * self.S,)](
             x, idx, w, pos, send_list, plan, ring, ring_rows, ring_w, ready, credit, self.seq, recv_x, h_rows, h_w,
             self.me, W, *self.pemap, H, K, L, E, self.max_tokens, self.chunk, self.nbuf, self.S,
-            BLOCK_C=self.shape["d_rows"], BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k)
+            BLOCK_C=self.shape["d_rows"], BLOCK_H=self._dispatch_block_h(), BLOCK_K=self.block_k,
+            num_warps=self.shape["d_warps"])
         h = MoeHandle(self, T, idx, w, plan, plan=plan, send_list=send_list, spos=spos, h_rows=h_rows, h_w=h_w)
         return recv_x, counts, h
 
@@ -1012,7 +1024,8 @@ class MoeBuffer:
             y, h.h_rows, h_w, h.plan, h.send_list, cring, cready, ccredit, self.seq[2 * self.S * self.W:], acc, out,
             self.me, self.W, *self.pemap, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk, self.nbuf,
             self.S,
-            BLOCK_C=self.shape["c_rows"], BLOCK_H=self._combine_block_h(), BLOCK_K=self.block_k)
+            BLOCK_C=self.shape["c_rows"], BLOCK_H=self._combine_block_h(), BLOCK_K=self.block_k,
+            num_warps=self.shape["c_warps"])
         return out
 
     # ---- low latency ----

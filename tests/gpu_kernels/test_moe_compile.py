@@ -29,11 +29,11 @@ def _ptx(bitcode, monkeypatch, name, dtype):
     monkeypatch.setenv("TDIST_DEVICE_BITCODE", bitcode)
     if (name, dtype) not in _cache:
         case = {c[0]: c for c in moe.compile_cases(dtype)}[name]
-        fn, sig, cst = case[1], dict(case[2]), case[3]
+        fn, sig, cst, opts = case[1], dict(case[2]), case[3], case[4]
         attrs = tdist_kernels.runtime_attrs(fn, sig, cst)
         for k in cst:
             sig[k] = "constexpr"
-        k = triton.compile(ASTSource(fn, sig, dict(cst), attrs), target=GPUTarget("cuda", 90, 32))
+        k = triton.compile(ASTSource(fn, sig, dict(cst), attrs), target=GPUTarget("cuda", 90, 32), options=opts)
         assert "cubin" in k.asm and len(k.asm["cubin"]) > 0
         _cache[name, dtype] = k.asm["ptx"]
     return _cache[name, dtype]
