@@ -421,14 +421,35 @@ def _pair_sum(y_ptr, h_rows_ptr, h_w_ptr, hrow, live, h0, hm, offs_h, H, K,
 
 
 @triton.jit
-def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
+def _visit_ends(spos_ptr, toks, live, rank, world, chunk, offs_w, BLOCK_W: tl.constexpr):
+    """(first, last) (BLOCK_C,) int32: the visit keys of the first and the last row the home's
+    combine receivers take for each token of ``toks`` (where ``live``): source p's row of t comes in
+    chunk round spos[t, p] // chunk, as the i(p)-th source of the round (i(p) = (rank - 1 - p) mod W,
+    the receivers' order), key = round * W + i(p); -1 / -1 for a token sent nowhere."""
+    wm = offs_w < world
+    sp = tl.load(spos_ptr + toks[:, None].to(tl.int64) * world + offs_w[None, :], mask=live[:, None] & wm[None, :],
+                 other=-1)
+    key = (sp // chunk) * world + (rank + world - 1 - offs_w[None, :]) % world
+    big = 1 << 30
+    first = tl.min(tl.where(sp >= 0, key, big), axis=1)
+    last = tl.max(tl.where(sp >= 0, key, -1), axis=1)
+    return tl.where(first == big, -1, first), last
+
+
+@triton.jit
+def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr, spos_ptr,
                           ring_ptr, ready_ptr, credit_ptr, seq_ptr, acc_ptr, out_ptr,
                           rank, world, pe0, pes, H, K, E, T, max_tokens, chunk, nbuf, S,
-                          BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+                          BLOCK_C: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr,
+                          BLOCK_W: tl.constexpr):
     """Expert side (programs [0, S)): per home rank r, chunk by chunk, the weighted sum of each
     received token's pairs here (k ascending, fp32) rounded to y's dtype into r's ring. Home
-    (programs [S, 2S)): acc[t] += the row (fp32, ``acc`` zeroed by the caller), in the fixed round
-    order; at the end out = acc rounded once. ``plan_ptr`` is the dispatch's plan."""
+    (programs [S, 2S)): the rows of token t summed in fp32 in the fixed visit order (chunk round c,
+    then source i, so source p's row of t comes at key (spos[t, p] // chunk) * W + i(p)) and rounded
+    once: t's first row is stored into ``acc`` (uninitialised: nothing reads it first), a middle one
+    added to it, and the last one added and rounded straight into ``out``; a token with no row
+    anywhere gets 0 at the end. ``plan_ptr`` is the dispatch's plan, ``spos_ptr`` its (T, W) send
+    positions."""
     pid = tl.program_id(0)
     sender = pid < S
     s = tl.where(sender, pid, pid - S)
@@ -437,6 +458,7 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
     c1 = tl.minimum(H, c0 + cols)
     offs_c = tl.arange(0, BLOCK_C)
     offs_h = tl.arange(0, BLOCK_H)
+    offs_w = tl.arange(0, BLOCK_W)
     maxc = tl.load(plan_ptr + 5)
     for c in range(0, maxc):
         for i in range(0, world):
@@ -477,13 +499,18 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
                         cm = oc < cnt
                         toks = toks_next
                         toks_next = tl.load(lst + BLOCK_C + oc, mask=(oc + BLOCK_C) < cnt, other=0)
+                        first, last = _visit_ends(spos_ptr, toks, cm, rank, world, chunk, offs_w, BLOCK_W)
+                        key = c * world + i
                         for h0 in range(c0, c1, BLOCK_H):
                             hm = (h0 + offs_h) < c1
                             m2 = cm[:, None] & hm[None, :]
                             rrow = (slot + oc[:, None]).to(tl.int64) * H
                             v = tl.load(ring_ptr + rrow + h0 + offs_h[None, :], mask=m2)
-                            ap = acc_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :]
-                            tl.store(ap, tl.load(ap, mask=m2) + v.to(tl.float32), mask=m2)
+                            toff = toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :]
+                            part = tl.load(acc_ptr + toff, mask=m2 & (first != key)[:, None], other=0.0)
+                            part += v.to(tl.float32)
+                            tl.store(acc_ptr + toff, part, mask=m2 & (last != key)[:, None])
+                            tl.store(out_ptr + toff, part.to(out_ptr.dtype.element_ty), mask=m2 & (last == key)[:, None])
                     dl.notify(credit_ptr + (rank * S + s) * SIG, team_pe(src, pe0, pes), g + 1)
     for p in range(0, world):
         if sender:
@@ -492,13 +519,15 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr,
         else:
             n = tl.load(plan_ptr + PLAN_HDR + E + 2 * world + p)
             tl.store(seq_ptr + (S + s) * world + p, tl.load(seq_ptr + (S + s) * world + p) + (n + chunk - 1) // chunk)
-    if not sender:
+    if not sender:  # tokens with no row anywhere (no pair, or every pair an empty slot): 0
         for t0 in range(0, T, BLOCK_C):
-            tm = (t0 + offs_c) < T
+            toks = t0 + offs_c
+            tm = toks < T
+            _, last = _visit_ends(spos_ptr, toks, tm, rank, world, chunk, offs_w, BLOCK_W)
+            zero = tl.zeros([BLOCK_C, BLOCK_H], dtype=out_ptr.dtype.element_ty)
             for h0 in range(c0, c1, BLOCK_H):
-                m2 = tm[:, None] & ((h0 + offs_h) < c1)[None, :]
-                off = (t0 + offs_c[:, None]).to(tl.int64) * H + h0 + offs_h[None, :]
-                tl.store(out_ptr + off, tl.load(acc_ptr + off, mask=m2).to(out_ptr.dtype.element_ty), mask=m2)
+                m2 = (tm & (last < 0))[:, None] & ((h0 + offs_h) < c1)[None, :]
+                tl.store(out_ptr + toks[:, None].to(tl.int64) * H + h0 + offs_h[None, :], zero, mask=m2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -735,11 +764,11 @@ def compile_cases(dtype="fp16"):
                "nbuf": i, "S": i},
           {"BLOCK_C": ht_rows[0], "BLOCK_H": 256, "BLOCK_K": 8})
     htc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "plan_ptr": "*i32", "send_list_ptr": "*i32",
-            "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64", "acc_ptr": "*fp32",
+            "spos_ptr": "*i32", "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64", "acc_ptr": "*fp32",
             "out_ptr": p, "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i, "E": i, "T": i, "max_tokens": i,
                 "chunk": i,
             "nbuf": i, "S": i},
-           {"BLOCK_C": ht_rows[1], "BLOCK_H": 256, "BLOCK_K": 8})
+           {"BLOCK_C": ht_rows[1], "BLOCK_H": 256, "BLOCK_K": 8, "BLOCK_W": 8})
     lld = ({"x_ptr": p, "idx_ptr": "*i32", "w_ptr": "*fp32", "T": i, "T_real": i, "area_ptr": p, "meta_j_ptr": "*i32",
             "meta_pos_ptr": "*i32", "meta_w_ptr": "*fp32", "hdr_ptr": "*i32", "flag_ptr": "*i64", "ctl_ptr": "*i64",
             "out_ptr": p, "counts_ptr": "*i32", "spos_ptr": "*i32", "h_rows_ptr": "*i32", "h_w_ptr": "*fp32",
@@ -1018,14 +1047,15 @@ class MoeBuffer:
         torch = self.torch
         cring, cready, ccredit = self.sym[7:10]
         T, H = h.num_tokens, self.hidden
-        acc = torch.zeros((max(T, 1), H), dtype=torch.float32, device=y.device)
+        # a token's partial sum between its first and its last row (only tokens with two or more)
+        acc = torch.empty((max(T, 1), H), dtype=torch.float32, device=y.device)
         out = torch.empty((T, H), dtype=self.dtype, device=y.device)
         self.kernels["ht_combine"] = moe_ht_combine_kernel[(2 * self.S,)](
-            y, h.h_rows, h_w, h.plan, h.send_list, cring, cready, ccredit, self.seq[2 * self.S * self.W:], acc, out,
-            self.me, self.W, *self.pemap, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk, self.nbuf,
-            self.S,
+            y, h.h_rows, h_w, h.plan, h.send_list, h.spos, cring, cready, ccredit, self.seq[2 * self.S * self.W:], acc,
+            out, self.me, self.W, *self.pemap, H, self.topk, self.num_experts, T, self.max_tokens, self.chunk,
+            self.nbuf, self.S,
             BLOCK_C=self.shape["c_rows"], BLOCK_H=self._combine_block_h(), BLOCK_K=self.block_k,
-            num_warps=self.shape["c_warps"])
+            BLOCK_W=pow2(self.W), num_warps=self.shape["c_warps"])
         return out
 
     # ---- low latency ----

@@ -144,11 +144,11 @@ class Buf:
         out = np.full((max(T, 1), H), np.nan, np.float32)
         bk = pow2(K)
         if self.mode == "high_throughput":
-            acc = np.zeros((max(T, 1), H), np.float32)
+            acc = np.full((max(T, 1), H), np.nan, np.float32)  # the kernel reads no element it did not write
             self.cpu.launch(m.moe_ht_combine_kernel, (2 * self.S,), y, h["h_rows"], h["h_w"], h["plan"], h["send_list"],
-                            self.cring, self.cready, self.ccredit, self.seq[2 * self.S * W:], acc, out,
+                            h["spos"], self.cring, self.cready, self.ccredit, self.seq[2 * self.S * W:], acc, out,
                             self.me, W, *self.pemap, H, K, self.E, T, self.T, self.chunk, self.nbuf, self.S,
-                            BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk)
+                            BLOCK_C=TILE_ROWS, BLOCK_H=16, BLOCK_K=bk, BLOCK_W=pow2(W))
         else:
             self.cpu.launch(m.moe_ll_combine_kernel, (W * self.S,), y, h["h_rows"], h["h_w"], h["n_recv"], h["spos"], T,
                             self.carea, self.cflag, self.ctl[2 * SIG:], out, self.me, W, *self.pemap, H, K, self.T,
