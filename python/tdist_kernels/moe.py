@@ -510,7 +510,8 @@ def moe_ht_combine_kernel(y_ptr, h_rows_ptr, h_w_ptr, plan_ptr, send_list_ptr, s
                             part = tl.load(acc_ptr + toff, mask=m2 & (first != key)[:, None], other=0.0)
                             part += v.to(tl.float32)
                             tl.store(acc_ptr + toff, part, mask=m2 & (last != key)[:, None])
-                            tl.store(out_ptr + toff, part.to(out_ptr.dtype.element_ty), mask=m2 & (last == key)[:, None])
+                            tl.store(out_ptr + toff, part.to(out_ptr.dtype.element_ty),
+                                     mask=m2 & (last == key)[:, None])
                     dl.notify(credit_ptr + (rank * S + s) * SIG, team_pe(src, pe0, pes), g + 1)
     for p in range(0, world):
         if sender:
@@ -764,7 +765,8 @@ def compile_cases(dtype="fp16"):
                "nbuf": i, "S": i},
           {"BLOCK_C": ht_rows[0], "BLOCK_H": 256, "BLOCK_K": 8})
     htc = ({"y_ptr": p, "h_rows_ptr": "*i32", "h_w_ptr": "*fp32", "plan_ptr": "*i32", "send_list_ptr": "*i32",
-            "spos_ptr": "*i32", "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64", "acc_ptr": "*fp32",
+            "spos_ptr": "*i32", "ring_ptr": p, "ready_ptr": "*i64", "credit_ptr": "*i64", "seq_ptr": "*i64",
+            "acc_ptr": "*fp32",
             "out_ptr": p, "rank": i, "world": i, "pe0": i, "pes": i, "H": i, "K": i, "E": i, "T": i, "max_tokens": i,
                 "chunk": i,
             "nbuf": i, "S": i},
