@@ -15,8 +15,9 @@
 //      wait ready >= g + 1, copy each token into its rows, return credit g + 1. No cycle: a sender
 //      waits only for receivers, a receiver only for senders, and the smallest round in progress
 //      always has its data or its credit (docs/MOE.md, "Chunking").
-// Combine runs the same rings in the other direction; the home PE accumulates in fp32 (each slice
-// its own columns, so no two programs touch one element) in the fixed round order: deterministic.
+// Combine runs the same rings in the other direction; the home PE sums each token's rows in fp32
+// (each slice its own columns, so no two programs touch one element) in the fixed round order,
+// rounding at the token's last row: deterministic.
 //
 // Low-latency protocol, per call: one program; tokens straight into the destination's per-source
 // area of the call parity, a header (token count, per-local-expert counts, status), flag = epoch;
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstring>
 
 #include "common.hpp"
 
@@ -454,10 +456,23 @@ void ht_combine_kernel(void *p) {
   const MoeHandle &h = *a.h;
   std::vector<float> part(size_t(a.H));
   std::vector<double> partd(a.dtype == DType::f64 ? size_t(a.H) : 0);
-  if (!sender)
-    for (int64_t t = 0; t < a.T; ++t) std::fill(a.acc + t * a.H + c0, a.acc + t * a.H + c1, 0.0f);
   std::vector<double> accd;  // f64 payloads accumulate in double
-  if (!sender && a.dtype == DType::f64) accd.assign(size_t(a.T * a.H), 0.0);
+  if (!sender && a.dtype == DType::f64) accd.resize(size_t(a.T * a.H));
+  // The home visits rows in a fixed order (chunk round c, then source i), so each token's first and
+  // last row are known from the send positions: the first starts the token's sum, the last rounds
+  // it into out (docs/MOE.md section 5). No pass over all tokens before or after, but for tokens
+  // sent nowhere.
+  auto visit_ends = [&](int64_t t, int64_t &first, int64_t &last) {
+    first = -1;
+    last = -1;
+    for (int p = 0; p < a.W; ++p) {
+      const int64_t pos = h.send_pos[size_t(t * a.W + p)];
+      if (pos < 0) continue;
+      const int64_t key = (pos / a.chunk) * a.W + (a.me + a.W - 1 - p) % a.W;
+      if (first < 0 || key < first) first = key;
+      if (key > last) last = key;
+    }
+  };
   for (int64_t c = 0; c < a.maxc; ++c) {
     for (int i = 0; i < a.W; ++i) {
       if (sender) {
@@ -500,14 +515,24 @@ void ht_combine_kernel(void *p) {
         tdist_int64_wait_until(slot(a.ready, src * a.S + s), TDIST_CMP_GE, int64_t(g) + 1);
         const unsigned char *chunk = a.ring + (size_t(src) * a.nbuf + g % a.nbuf) * a.slot_bytes;
         const int64_t cnt = std::min(a.chunk, n - c * a.chunk);
+        const int64_t key = c * a.W + i;
         for (int64_t j = 0; j < cnt; ++j) {
           const int64_t t = h.send_list[size_t(src * a.max_tokens + c * a.chunk + j)];
+          int64_t first, last;
+          visit_ends(t, first, last);
           if (a.dtype == DType::f64) {
+            double *d = accd.data() + t * a.H;
+            if (first == key) std::fill(d + c0, d + c1, 0.0);
             const auto *r = reinterpret_cast<const double *>(chunk + j * row_bytes);
-            for (int64_t cc = c0; cc < c1; ++cc) accd[size_t(t * a.H + cc)] += r[cc];
+            for (int64_t cc = c0; cc < c1; ++cc) d[cc] += r[cc];
+            if (last == key)
+              for (int64_t cc = c0; cc < c1; ++cc) reinterpret_cast<double *>(a.out + t * row_bytes)[cc] = d[cc];
           } else {
+            float *f = a.acc + t * a.H;
+            if (first == key) std::fill(f + c0, f + c1, 0.0f);
             dispatch_dtype(a.dtype, [&](auto e) {
-              add_row<decltype(e)>(a.acc + t * a.H, chunk + j * row_bytes, c0, c1);
+              add_row<decltype(e)>(f, chunk + j * row_bytes, c0, c1);
+              if (last == key) store_row<decltype(e)>(a.out + t * row_bytes, f, c0, c1);
             });
           }
         }
@@ -516,14 +541,10 @@ void ht_combine_kernel(void *p) {
     }
   }
   if (sender) return;
-  for (int64_t t = 0; t < a.T; ++t) {
-    if (a.dtype == DType::f64) {
-      for (int64_t cc = c0; cc < c1; ++cc)
-        reinterpret_cast<double *>(a.out + t * row_bytes)[cc] = accd[size_t(t * a.H + cc)];
-    } else {
-      dispatch_dtype(a.dtype,
-                     [&](auto e) { store_row<decltype(e)>(a.out + t * row_bytes, a.acc + t * a.H, c0, c1); });
-    }
+  for (int64_t t = 0; t < a.T; ++t) {  // tokens sent nowhere: 0 (all-zero bits in every dtype)
+    int64_t first, last;
+    visit_ends(t, first, last);
+    if (last < 0) std::memset(a.out + t * row_bytes + c0 * a.es, 0, size_t((c1 - c0) * a.es));
   }
 }
 
