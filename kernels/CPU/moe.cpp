@@ -526,7 +526,8 @@ void ht_combine_kernel(void *p) {
             const auto *r = reinterpret_cast<const double *>(chunk + j * row_bytes);
             for (int64_t cc = c0; cc < c1; ++cc) d[cc] += r[cc];
             if (last == key)
-              for (int64_t cc = c0; cc < c1; ++cc) reinterpret_cast<double *>(a.out + t * row_bytes)[cc] = d[cc];
+              for (int64_t cc = c0; cc < c1; ++cc)
+                reinterpret_cast<double *>(a.out + t * row_bytes)[cc] = d[cc];
           } else {
             float *f = a.acc + t * a.H;
             if (first == key) std::fill(f + c0, f + c1, 0.0f);
