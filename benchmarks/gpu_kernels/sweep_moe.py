@@ -12,6 +12,11 @@ drifts of the machine fall on all of them; rank 0 prints each variant's median a
 rounds, and the register and spill counts of its compiled kernels. Grids larger than the default
 are taken only where the compiled kernel's registers leave room for every program to stay
 co-resident (``resident_grid`` with the kernel's own register count).
+
+``--variants "default;d_warps=8;chunk_tokens=128,slices=14"`` replaces the built-in list (keys of
+``MoeBuffer.shape``, or the buffer's ``chunk_tokens`` / ``buffer_num`` / ``slices``); ``--profile N``
+also prints every rank's device time per kernel over N eager dispatches and combines of the first
+(default) buffer, from torch.profiler.
 """
 import argparse
 import statistics
