@@ -61,8 +61,25 @@ def test_without_gpu_suite_no_googletest():
     assert "[gtest" not in out and "-DTDIST_BUILD_TESTS=OFF" in out and "tdist_gpu_tests" not in out
 
 
+def test_python_suite_builds_the_extension_and_runs_nothing():
+    rc, out, err = dry("python")
+    assert rc == 0, err
+    assert "tdist_python_ext" in out and "-DTDIST_BUILD_PYTHON=ON" in out
+    assert "tdist-run" not in out  # no step runs a program
+
+
+def test_prepare_rev_carries_the_whole_baseline_tree():
+    rc, out, err = dry("prepare", "--rev", "HEAD")
+    assert rc == 0, err
+    assert "git archive HEAD | tar -x -C .carry/rev" in out
+    assert "cp .carry/libtdist_device.bc .carry/libtdist_device_nvshmem.bc .carry/rev/.carry/" in out
+    assert "cp -r .carry/googletest .carry/rev/.carry/googletest" in out
+
+
 @pytest.mark.parametrize("args,msg", [(("bogus",), "unknown suite"), (("kernels:2,x",), "not a comma-separated"),
-                                      (("--nope", "gpu"), "unknown option"), ((), "usage")])
+                                      (("--nope", "gpu"), "unknown option"), ((), "usage"),
+                                      (("prepare", "--rev", "no-such-commit-xyz"), "is not a commit"),
+                                      (("--rev", "HEAD", "kernels:2"), "belongs to prepare")])
 def test_usage_errors(args, msg):
     rc, out, err = dry(*args)
     assert rc == 2
