@@ -443,6 +443,7 @@ struct HtCombineArgs {
   unsigned char *ring;
   int64_t *ready, *credit;
   float *acc;
+  const int64_t *ends;  // [T][2]: each token's first and last visit key at the home (-1: none)
   unsigned char *out;
 };
 
@@ -458,21 +459,8 @@ void ht_combine_kernel(void *p) {
   std::vector<double> partd(a.dtype == DType::f64 ? size_t(a.H) : 0);
   std::vector<double> accd;  // f64 payloads accumulate in double
   if (!sender && a.dtype == DType::f64) accd.resize(size_t(a.T * a.H));
-  // The home visits rows in a fixed order (chunk round c, then source i), so each token's first and
-  // last row are known from the send positions: the first starts the token's sum, the last rounds
-  // it into out (docs/MOE.md section 5). No pass over all tokens before or after, but for tokens
-  // sent nowhere.
-  auto visit_ends = [&](int64_t t, int64_t &first, int64_t &last) {
-    first = -1;
-    last = -1;
-    for (int p = 0; p < a.W; ++p) {
-      const int64_t pos = h.send_pos[size_t(t * a.W + p)];
-      if (pos < 0) continue;
-      const int64_t key = (pos / a.chunk) * a.W + (a.me + a.W - 1 - p) % a.W;
-      if (first < 0 || key < first) first = key;
-      if (key > last) last = key;
-    }
-  };
+  // The home's first row of a token starts its sum, its last rounds it into out (a.ends; docs/MOE.md
+  // section 5): no pass over all tokens before or after, but for tokens sent nowhere.
   for (int64_t c = 0; c < a.maxc; ++c) {
     for (int i = 0; i < a.W; ++i) {
       if (sender) {
@@ -518,8 +506,7 @@ void ht_combine_kernel(void *p) {
         const int64_t key = c * a.W + i;
         for (int64_t j = 0; j < cnt; ++j) {
           const int64_t t = h.send_list[size_t(src * a.max_tokens + c * a.chunk + j)];
-          int64_t first, last;
-          visit_ends(t, first, last);
+          const int64_t first = a.ends[2 * t], last = a.ends[2 * t + 1];
           if (a.dtype == DType::f64) {
             double *d = accd.data() + t * a.H;
             if (first == key) std::fill(d + c0, d + c1, 0.0);
@@ -542,11 +529,8 @@ void ht_combine_kernel(void *p) {
     }
   }
   if (sender) return;
-  for (int64_t t = 0; t < a.T; ++t) {  // tokens sent nowhere: 0 (all-zero bits in every dtype)
-    int64_t first, last;
-    visit_ends(t, first, last);
-    if (last < 0) std::memset(a.out + t * row_bytes + c0 * a.es, 0, size_t((c1 - c0) * a.es));
-  }
+  for (int64_t t = 0; t < a.T; ++t)  // tokens sent nowhere: 0 (all-zero bits in every dtype)
+    if (a.ends[2 * t + 1] < 0) std::memset(a.out + t * row_bytes + c0 * a.es, 0, size_t((c1 - c0) * a.es));
 }
 
 }  // namespace
@@ -714,6 +698,20 @@ int MoeBuffer::combine_ht(const void *y, const MoeHandle &h, void *out) {
   a.ready = as_i64(sym_ + off_cready_);
   a.credit = as_i64(sym_ + off_ccredit_);
   a.acc = acc_.data();
+  // The home visits rows in a fixed order (chunk round c, then source i): source p's row of token t
+  // comes at key (send_pos[t][p] / chunk) * W + (me - 1 - p) mod W. Each token's first and last key,
+  // once for every slice's receiver.
+  std::vector<int64_t> ends(size_t(2 * a.T), -1);
+  for (int64_t t = 0; t < a.T; ++t)
+    for (int64_t p = 0; p < W; ++p) {
+      const int64_t pos = h.send_pos[size_t(t * W + p)];
+      if (pos < 0) continue;
+      const int64_t key = (pos / a.chunk) * W + (me_ + W - 1 - p) % W;
+      int64_t &first = ends[size_t(2 * t)], &last = ends[size_t(2 * t + 1)];
+      if (first < 0 || key < first) first = key;
+      if (key > last) last = key;
+    }
+  a.ends = ends.data();
   a.out = static_cast<unsigned char *>(out);
   if (int rc = tdist_cpu_launch(2 * cfg_.slices, ht_combine_kernel, &a); rc != TDIST_SUCCESS)
     return fail(rc, "moe combine: launch failed: %s", tdist_last_error_message());
